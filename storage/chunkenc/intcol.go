@@ -1,0 +1,362 @@
+package chunkenc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+)
+
+// Integer column codec. An integer column is n int64 values (handled as uint64
+// bit patterns, all arithmetic wrapping modulo 2^64, so every input round
+// trips). The count n is stored by the caller. The encoder sizes every mode
+// below and writes the smallest; the first byte names the mode.
+//
+// "FOR w" below means: varint base, one byte width w (0..64), then the values
+// minus base packed in w bits each, LSB first (see bitpack.go).
+const (
+	intModeFOR          = 0 // FOR of the values
+	intModeDelta        = 1 // varint v0, FOR of d_i = v_i - v_(i-1), i >= 1
+	intModeDoD          = 2 // varint v0, varint d1, FOR of d_i - d_(i-1), i >= 2
+	intModeDeltaVarint  = 3 // varint v0, uvarint zigzag(d_i), i >= 1
+	intModeSparseDelta  = 4 // varint v0, bitmap of d_i != 0 (n-1 bits), FOR of the non-zero d_i
+	intModeLinear       = 5 // varint v0, varint slope s, FOR of r_i = v_i - v0 - i*s, i >= 1
+	numIntModes         = 6
+	maxIntModeHeaderLen = 1 + 3*binary.MaxVarintLen64 + 1
+)
+
+// intStats are the statistics one pass over a column needs to size every mode.
+type forStats struct {
+	lo, hi int64
+	n      int
+}
+
+func (s *forStats) add(v int64) {
+	if s.n == 0 || v < s.lo {
+		s.lo = v
+	}
+	if s.n == 0 || v > s.hi {
+		s.hi = v
+	}
+	s.n++
+}
+
+func (s *forStats) width() uint {
+	if s.n == 0 {
+		return 0
+	}
+	return width(uint64(s.hi - s.lo))
+}
+
+func (s *forStats) size() int {
+	return varintLen(s.lo) + 1 + packedLen(s.n, s.width())
+}
+
+func varintLen(v int64) int   { return uvarintLen(zigzag(v)) }
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// appendInts appends the smallest encoding of vs. It does not store len(vs).
+func appendInts(dst []byte, vs []uint64) []byte {
+	n := len(vs)
+	if n == 0 {
+		return dst
+	}
+	var sFOR, sDelta, sDoD, sNZ forStats
+	varintSize := 0
+	for i, v := range vs {
+		sFOR.add(int64(v))
+		if i == 0 {
+			continue
+		}
+		d := int64(v - vs[i-1])
+		sDelta.add(d)
+		varintSize += uvarintLen(zigzag(d))
+		if d != 0 {
+			sNZ.add(d)
+		}
+		if i >= 2 {
+			sDoD.add(d - int64(vs[i-1]-vs[i-2]))
+		}
+	}
+	v0 := int64(vs[0])
+	best, bestSize := intModeFOR, sFOR.size()
+	try := func(mode, size int) {
+		if size < bestSize {
+			best, bestSize = mode, size
+		}
+	}
+	var slope int64
+	var sLin forStats
+	if n >= 2 {
+		try(intModeDelta, varintLen(v0)+sDelta.size())
+		try(intModeDeltaVarint, varintLen(v0)+varintSize)
+		try(intModeSparseDelta, varintLen(v0)+(n-1+7)/8+sNZ.size())
+		slope, sLin = bestSlope(vs)
+		try(intModeLinear, varintLen(v0)+varintLen(slope)+sLin.size())
+	}
+	if n >= 3 {
+		try(intModeDoD, varintLen(v0)+varintLen(int64(vs[1]-vs[0]))+sDoD.size())
+	}
+
+	dst = append(dst, byte(best))
+	scratch := getScratch(n)
+	defer putScratch(scratch)
+	buf := (*scratch)[:0]
+	switch best {
+	case intModeFOR:
+		for _, v := range vs {
+			buf = append(buf, v-uint64(sFOR.lo))
+		}
+		dst = appendFOR(dst, sFOR, buf)
+	case intModeDelta:
+		dst = binary.AppendVarint(dst, v0)
+		for i := 1; i < n; i++ {
+			buf = append(buf, vs[i]-vs[i-1]-uint64(sDelta.lo))
+		}
+		dst = appendFOR(dst, sDelta, buf)
+	case intModeDoD:
+		dst = binary.AppendVarint(dst, v0)
+		dst = binary.AppendVarint(dst, int64(vs[1]-vs[0]))
+		for i := 2; i < n; i++ {
+			buf = append(buf, (vs[i]-vs[i-1])-(vs[i-1]-vs[i-2])-uint64(sDoD.lo))
+		}
+		dst = appendFOR(dst, sDoD, buf)
+	case intModeDeltaVarint:
+		dst = binary.AppendVarint(dst, v0)
+		for i := 1; i < n; i++ {
+			dst = binary.AppendUvarint(dst, zigzag(int64(vs[i]-vs[i-1])))
+		}
+	case intModeSparseDelta:
+		dst = binary.AppendVarint(dst, v0)
+		bm := len(dst)
+		dst = append(dst, make([]byte, (n-1+7)/8)...)
+		for i := 1; i < n; i++ {
+			if d := vs[i] - vs[i-1]; d != 0 {
+				dst[bm+(i-1)/8] |= 1 << ((i - 1) % 8)
+				buf = append(buf, d-uint64(sNZ.lo))
+			}
+		}
+		dst = appendFOR(dst, sNZ, buf)
+	case intModeLinear:
+		dst = binary.AppendVarint(dst, v0)
+		dst = binary.AppendVarint(dst, slope)
+		acc := vs[0]
+		for i := 1; i < n; i++ {
+			acc += uint64(slope)
+			buf = append(buf, vs[i]-acc-uint64(sLin.lo))
+		}
+		dst = appendFOR(dst, sLin, buf)
+	}
+	*scratch = buf
+	return dst
+}
+
+func appendFOR(dst []byte, s forStats, packed []uint64) []byte {
+	w := s.width()
+	dst = binary.AppendVarint(dst, s.lo)
+	dst = append(dst, byte(w))
+	return appendPacked(dst, packed, w)
+}
+
+// bestSlope picks the slope for intModeLinear: the rounded mean step and the
+// median step are tried (the median ignores a few outliers such as a missed
+// scrape, the mean follows a drifting rate) and the one with the narrower
+// residuals wins.
+func bestSlope(vs []uint64) (int64, forStats) {
+	n := len(vs)
+	span := int64(vs[n-1] - vs[0])
+	den := int64(n - 1)
+	mean := span / den
+	if r := span % den; 2*abs64(r) >= den {
+		mean += sign64(r)
+	}
+	sc := getScratch(n - 1)
+	ds := (*sc)[:0]
+	for i := 1; i < n; i++ {
+		ds = append(ds, vs[i]-vs[i-1])
+	}
+	slices.SortFunc(ds, func(a, b uint64) int { return cmpInt64(int64(a), int64(b)) })
+	median := int64(ds[len(ds)/2])
+	*sc = ds
+	putScratch(sc)
+
+	best, bestStats := mean, linearStats(vs, mean)
+	if median != mean {
+		if s := linearStats(vs, median); s.width() < bestStats.width() {
+			best, bestStats = median, s
+		}
+	}
+	return best, bestStats
+}
+
+func linearStats(vs []uint64, slope int64) forStats {
+	var s forStats
+	acc := vs[0]
+	for i := 1; i < len(vs); i++ {
+		acc += uint64(slope)
+		s.add(int64(vs[i] - acc))
+	}
+	return s
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func sign64(v int64) int64 {
+	if v < 0 {
+		return -1
+	}
+	return 1
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readFOR reads a FOR header and checks that n packed values follow.
+func readFOR(src []byte, n int) (base uint64, w uint, rest []byte, err error) {
+	lo, src, err := readVarint(src, "for base")
+	if err != nil {
+		return 0, 0, src, err
+	}
+	wb, src, err := readByte(src, "for width")
+	if err != nil {
+		return 0, 0, src, err
+	}
+	if wb > 64 {
+		return 0, 0, src, fmt.Errorf("for width %d: %w", wb, ErrCorrupt)
+	}
+	w = uint(wb)
+	if l := packedLen(n, w); len(src) < l {
+		return 0, 0, src, fmt.Errorf("packed values need %d bytes, have %d: %w", l, len(src), ErrCorrupt)
+	}
+	return uint64(lo), w, src, nil
+}
+
+// decodeInts decodes n values written by appendInts into dst[:n] and returns
+// the rest of src. len(dst) must be >= n.
+func decodeInts(dst []uint64, src []byte, n int) ([]byte, error) {
+	if n == 0 {
+		return src, nil
+	}
+	mode, src, err := readByte(src, "int mode")
+	if err != nil {
+		return src, err
+	}
+	dst = dst[:n]
+	if mode == intModeFOR {
+		base, w, src, err := readFOR(src, n)
+		if err != nil {
+			return src, err
+		}
+		unpack(dst, src, n, w, base)
+		return src[packedLen(n, w):], nil
+	}
+	// A one-value column is always FOR and DoD needs three values, so that
+	// no input has two readings.
+	if mode >= numIntModes || n == 1 || (mode == intModeDoD && n < 3) {
+		return src, fmt.Errorf("int mode %d for %d values: %w", mode, n, ErrCorrupt)
+	}
+	v0, src, err := readVarint(src, "first value")
+	if err != nil {
+		return src, err
+	}
+	dst[0] = uint64(v0)
+	switch mode {
+	case intModeDelta:
+		base, w, rest, err := readFOR(src, n-1)
+		if err != nil {
+			return rest, err
+		}
+		unpack(dst[1:], rest, n-1, w, base)
+		for i := 1; i < n; i++ {
+			dst[i] += dst[i-1]
+		}
+		return rest[packedLen(n-1, w):], nil
+	case intModeDoD:
+		d1, rest, err := readVarint(src, "first delta")
+		if err != nil {
+			return rest, err
+		}
+		dst[1] = dst[0] + uint64(d1)
+		base, w, rest, err := readFOR(rest, n-2)
+		if err != nil {
+			return rest, err
+		}
+		unpack(dst[2:], rest, n-2, w, base)
+		d, v := uint64(d1), dst[1]
+		for i := 2; i < n; i++ {
+			d += dst[i]
+			v += d
+			dst[i] = v
+		}
+		return rest[packedLen(n-2, w):], nil
+	case intModeDeltaVarint:
+		for i := 1; i < n; i++ {
+			u, k := binary.Uvarint(src)
+			if k <= 0 {
+				return src, fmt.Errorf("read delta %d: %w", i, ErrCorrupt)
+			}
+			src = src[k:]
+			dst[i] = dst[i-1] + uint64(unzigzag(u))
+		}
+		return src, nil
+	case intModeSparseDelta:
+		bmLen := (n - 1 + 7) / 8
+		if len(src) < bmLen {
+			return src, fmt.Errorf("read delta bitmap: %w", ErrCorrupt)
+		}
+		bm, rest := src[:bmLen], src[bmLen:]
+		nz := 0
+		for _, b := range bm {
+			nz += bits.OnesCount8(b)
+		}
+		if r := (n - 1) % 8; r != 0 && bm[bmLen-1]>>r != 0 {
+			return src, fmt.Errorf("delta bitmap padding: %w", ErrCorrupt)
+		}
+		base, w, rest, err := readFOR(rest, nz)
+		if err != nil {
+			return rest, err
+		}
+		// Unpack the non-zero deltas to the end of dst, then expand forward;
+		// the read position never falls behind the write position.
+		j := n - nz
+		unpack(dst[j:], rest, nz, w, base)
+		for i := 1; i < n; i++ {
+			var d uint64
+			if bm[(i-1)>>3]>>((i-1)&7)&1 != 0 {
+				d = dst[j]
+				j++
+			}
+			dst[i] = dst[i-1] + d
+		}
+		return rest[packedLen(nz, w):], nil
+	case intModeLinear:
+		slope, rest, err := readVarint(src, "slope")
+		if err != nil {
+			return rest, err
+		}
+		base, w, rest, err := readFOR(rest, n-1)
+		if err != nil {
+			return rest, err
+		}
+		unpack(dst[1:], rest, n-1, w, base)
+		acc := dst[0]
+		for i := 1; i < n; i++ {
+			acc += uint64(slope)
+			dst[i] += acc
+		}
+		return rest[packedLen(n-1, w):], nil
+	}
+	return src, fmt.Errorf("BUG: unhandled int mode %d", mode)
+}

@@ -117,7 +117,7 @@ func TestDecimalExponent(t *testing.T) {
 		{v: math.NaN(), want: -1},
 		{v: math.Inf(1), want: -1},
 		{v: math.Copysign(0, -1), want: -1},
-		{v: math.Pi, want: 15}, // 3.141592653589793 is its shortest decimal form
+		{v: math.Pi, want: 15},             // 3.141592653589793 is its shortest decimal form
 		{v: 0.30000000000000004, want: -1}, // 0.1+0.2 at run time: 17 digits
 	}
 	for _, tc := range cases {

@@ -1,0 +1,157 @@
+package gpuagent
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Series is one exported series: a family name, its metadata, sorted labels
+// and a value, all in the chosen naming.
+type Series struct {
+	Name   string
+	Type   MetricType
+	Help   string
+	Unit   string
+	Labels []Label // sorted by name, no duplicates
+	Value  float64
+}
+
+// Attributor resolves the workload context of a GPU and of its processes.
+// gpu holds the context that applies to every series of the GPU; perPID the
+// context of each process. Implementations must be safe for use by one
+// goroutine at a time.
+type Attributor interface {
+	Attribute(gpu GPUInfo, pids []uint32) (gpuCtx Context, perPID map[uint32]Context)
+}
+
+// Renderer turns snapshots into series under one naming. It is stateless
+// apart from its configuration and safe for concurrent use.
+type Renderer struct {
+	Naming   Naming
+	Hostname string
+	Attr     Attributor // nil: no workload context
+}
+
+// Render returns the series of snap, sorted by name and labels.
+func (r *Renderer) Render(snap Snapshot) []Series {
+	var out []Series
+	up := 0.0
+	if snap.NVMLUp {
+		up = 1
+	}
+	out = append(out, r.series(MetricNVMLUp, nil, nil, up))
+	for _, call := range slices.Sorted(maps.Keys(snap.Errors)) {
+		out = append(out, r.series(MetricCollectErrors, nil, []Label{{"call", call}}, float64(snap.Errors[call])))
+	}
+	for i := range snap.GPUs {
+		g := &snap.GPUs[i]
+		var gpuCtx Context
+		var perPID map[uint32]Context
+		if r.Attr != nil {
+			gpuCtx, perPID = r.Attr.Attribute(g.Info, g.PIDs())
+		}
+		base := r.gpuLabels(g.Info, gpuCtx)
+		failed := 0.0
+		if g.Failed {
+			failed = 1
+		}
+		out = append(out, r.series(MetricGPUFailed, base, nil, failed))
+		for _, s := range g.Samples {
+			out = append(out, r.series(s.Def, base, s.Labels, s.Value))
+		}
+		for _, p := range g.Processes {
+			pbase := r.gpuLabels(g.Info, perPID[p.PID])
+			pid := []Label{{"pid", strconv.FormatUint(uint64(p.PID), 10)}}
+			for _, s := range p.Samples {
+				out = append(out, r.series(s.Def, pbase, append(pid, s.Labels...), s.Value))
+			}
+		}
+	}
+	SortSeries(out)
+	return out
+}
+
+// SortSeries orders series by name, then labels.
+func SortSeries(s []Series) {
+	slices.SortStableFunc(s, func(a, b Series) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return compareLabels(a.Labels, b.Labels)
+	})
+}
+
+func compareLabels(a, b []Label) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := strings.Compare(a[i].Name, b[i].Name); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a[i].Value, b[i].Value); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+// gpuLabels returns the identity and context labels of a GPU.
+func (r *Renderer) gpuLabels(g GPUInfo, ctx Context) []Label {
+	var l []Label
+	dev := "nvidia" + strconv.Itoa(g.Minor)
+	if r.Naming == NamingOTel {
+		l = append(l,
+			Label{"hw.id", g.UUID},
+			Label{"hw.name", dev},
+			Label{"hw.model", g.Model},
+			Label{"hw.vendor", "NVIDIA"},
+			Label{"hw.gpu.index", strconv.Itoa(g.Index)},
+			Label{"hw.gpu.pci_bus_id", g.PCIBusID},
+			Label{"host.name", r.Hostname},
+		)
+	} else {
+		l = append(l,
+			Label{"gpu", strconv.Itoa(g.Index)},
+			Label{"UUID", g.UUID},
+			Label{"pci_bus_id", g.PCIBusID},
+			Label{"device", dev},
+			Label{"modelName", g.Model},
+			Label{"Hostname", r.Hostname},
+		)
+	}
+	l = append(l, Label{KeyGPUUUID, g.UUID})
+	for _, k := range slices.Sorted(maps.Keys(ctx)) {
+		if ctx[k] != "" {
+			l = append(l, Label{k, ctx[k]})
+		}
+	}
+	return l
+}
+
+// series builds one Series: base labels, then the def's constant labels
+// (OTel only), then the sample's labels; later labels win on a clash.
+func (r *Renderer) series(d *MetricDef, base, extra []Label, v float64) Series {
+	m := make(map[string]string, len(base)+len(extra)+2)
+	for _, l := range base {
+		m[l.Name] = l.Value
+	}
+	if r.Naming == NamingOTel {
+		for _, l := range d.OTelExtra {
+			m[l.Name] = l.Value
+		}
+	}
+	for _, l := range extra {
+		m[l.Name] = l.Value
+	}
+	labels := make([]Label, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] != "" {
+			labels = append(labels, Label{k, m[k]})
+		}
+	}
+	unit := d.Unit
+	if r.Naming == NamingOTel {
+		unit = d.OTelUnit
+	}
+	return Series{Name: d.Name(r.Naming), Type: d.Type, Help: d.Help, Unit: unit, Labels: labels, Value: d.Value(r.Naming, v)}
+}

@@ -1,0 +1,106 @@
+package otlp
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/otlptranslator"
+
+	"github.com/weftdb/weft/ingest/workload"
+)
+
+// Options configure an Ingester. The zero value is not useful; start from
+// DefaultOptions. YAML tags give the shape under otlp: in the server's -config.
+type Options struct {
+	// TranslationStrategy selects metric and label name translation, as
+	// Prometheus' otlp.translation_strategy: UnderscoreEscapingWithSuffixes
+	// (default), UnderscoreEscapingWithoutSuffixes, NoUTF8EscapingWithSuffixes
+	// or NoTranslation (UTF-8 names kept as sent).
+	TranslationStrategy otlptranslator.TranslationStrategyOption `yaml:"translation_strategy"`
+	// PromoteResourceAttributes are resource attributes put on every series
+	// of the resource under their translated names, as in Prometheus.
+	PromoteResourceAttributes []string `yaml:"promote_resource_attributes"`
+	// PromoteAllResourceAttributes promotes every resource attribute except
+	// IgnoreResourceAttributes.
+	PromoteAllResourceAttributes bool     `yaml:"promote_all_resource_attributes"`
+	IgnoreResourceAttributes     []string `yaml:"ignore_resource_attributes"`
+	// KeepIdentifyingResourceAttributes keeps service.name,
+	// service.namespace and service.instance.id on target_info.
+	KeepIdentifyingResourceAttributes bool `yaml:"keep_identifying_resource_attributes"`
+	// ConvertHistogramsToNHCB stores classic histograms as native histograms
+	// with custom buckets instead of _bucket/_sum/_count series.
+	ConvertHistogramsToNHCB bool `yaml:"convert_histograms_to_nhcb"`
+	// PromoteScopeMetadata adds otel_scope_name/version/schema_url and
+	// otel_scope_<attr> labels.
+	PromoteScopeMetadata bool `yaml:"promote_scope_metadata"`
+	// LookbackDelta is the PromQL lookback; target_info gets a sample every
+	// LookbackDelta/2 over a resource's time range. Default 5m.
+	LookbackDelta time.Duration `yaml:"lookback_delta"`
+
+	// Workload maps resource attributes to canonical context labels.
+	Workload workload.Options `yaml:"workload_context"`
+	// Delta bounds the state kept to convert delta temporality to cumulative.
+	Delta DeltaOptions `yaml:"delta"`
+
+	// Logger receives per-request warnings; nil discards them.
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// DeltaOptions bound the delta → cumulative state. Memory is about
+// 200 bytes per number stream plus 8 bytes per histogram bucket, so the
+// default cap of 1,000,000 streams holds a few hundred MiB at most.
+type DeltaOptions struct {
+	// MaxStreams caps the number of delta streams with state. When full, the
+	// least recently updated stream is evicted; if it reports again it starts
+	// a new cumulative series (a counter reset with a new start time).
+	MaxStreams int `yaml:"max_streams"`
+	// MaxIdle expires the state of a stream that has not reported for this
+	// long (checked on every request with delta points, no goroutine).
+	MaxIdle time.Duration `yaml:"max_idle"`
+	// Now returns the current time for idle expiry; nil means time.Now.
+	Now func() time.Time `yaml:"-"`
+}
+
+// Tuning defaults, each documented in docs/otlp.md.
+const (
+	// DefaultMaxDeltaStreams bounds delta state memory (see DeltaOptions).
+	DefaultMaxDeltaStreams = 1_000_000
+	// DefaultDeltaMaxIdle matches the deltatocumulative processor's max_stale.
+	DefaultDeltaMaxIdle = 5 * time.Minute
+	// defaultLookbackDelta is PromQL's default lookback.
+	defaultLookbackDelta = 5 * time.Minute
+)
+
+// DefaultOptions returns Prometheus' OTLP defaults plus weft's default
+// workload-context mapping and delta bounds.
+func DefaultOptions() Options {
+	return Options{
+		TranslationStrategy: otlptranslator.UnderscoreEscapingWithSuffixes,
+		LookbackDelta:       defaultLookbackDelta,
+		Workload:            workload.DefaultOptions(),
+		Delta: DeltaOptions{
+			MaxStreams: DefaultMaxDeltaStreams,
+			MaxIdle:    DefaultDeltaMaxIdle,
+		},
+	}
+}
+
+func (o Options) validate() error {
+	switch o.TranslationStrategy {
+	case otlptranslator.UnderscoreEscapingWithSuffixes, otlptranslator.UnderscoreEscapingWithoutSuffixes,
+		otlptranslator.NoUTF8EscapingWithSuffixes, otlptranslator.NoTranslation:
+	default:
+		return fmt.Errorf("unknown translation strategy %q", o.TranslationStrategy)
+	}
+	if o.Delta.MaxStreams <= 0 {
+		return fmt.Errorf("delta max_streams must be positive, got %d", o.Delta.MaxStreams)
+	}
+	if o.Delta.MaxIdle <= 0 {
+		return fmt.Errorf("delta max_idle must be positive, got %s", o.Delta.MaxIdle)
+	}
+	if o.PromoteAllResourceAttributes && len(o.PromoteResourceAttributes) > 0 {
+		return fmt.Errorf("promote_all_resource_attributes and promote_resource_attributes are exclusive")
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Command weft-agent collects NVIDIA GPU telemetry through NVML, attributes it
+// to the workloads that hold each GPU, and exports it to weft (remote write,
+// Loki push) and to scrapers (/metrics, a drop-in for dcgm-exporter).
+// See docs/gpu-agent.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/weftdb/weft/gpuagent"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	opts := gpuagent.DefaultOptions()
+	fs := flag.NewFlagSet("weft-agent", flag.ContinueOnError)
+	fs.StringVar(&opts.RemoteWriteURL, "remote-write-url", "", "remote-write receiver URL, e.g. http://weft:9338/api/v1/write (empty: off)")
+	fs.StringVar(&opts.LokiURL, "loki-url", "", "Loki-compatible base URL for XID/ECC event lines, e.g. http://weft:9338 (empty: off)")
+	fs.StringVar(&opts.ListenAddr, "listen-addr", opts.ListenAddr, "address for /metrics and /v1/register (empty: off)")
+	fs.DurationVar(&opts.Interval, "interval", opts.Interval, "collection interval")
+	naming := fs.String("naming", string(opts.Naming), "metric naming: dcgm (dcgm-exporter compatible) or otel (hw.gpu.*)")
+	fs.StringVar(&opts.QueueDir, "queue-dir", opts.QueueDir, "directory of the on-disk remote-write queue")
+	fs.Int64Var(&opts.QueueMaxBytes, "queue-max-bytes", opts.QueueMaxBytes, "byte cap of the queue; oldest requests are dropped beyond it")
+	fs.StringVar(&opts.Hostname, "hostname", "", "Hostname label (default: the OS hostname)")
+	fs.BoolVar(&opts.Once, "once", false, "collect once, print to stdout and exit")
+	fs.StringVar(&opts.Output, "output", opts.Output, "output of -once: text or json")
+	fs.StringVar(&opts.ProcRoot, "proc-root", opts.ProcRoot, "proc filesystem to read process cgroups and environments from")
+	fs.StringVar(&opts.PodResourcesSocket, "pod-resources-socket", opts.PodResourcesSocket, "kubelet pod-resources socket (missing: no Kubernetes attribution)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	opts.Naming = gpuagent.Naming(*naming)
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "weft-agent: bad -log-level:", err)
+		return 2
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := gpuagent.Run(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "weft-agent:", err)
+		return 1
+	}
+	return 0
+}

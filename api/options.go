@@ -1,0 +1,124 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// Storage is what the Prometheus API reads: samples, chunks and exemplars.
+// Implementations must be safe for concurrent use.
+type Storage interface {
+	storage.SampleAndChunkQueryable
+	storage.ExemplarQueryable
+}
+
+// MetadataReader returns metric metadata (type, help, unit) by metric name.
+// metric == "" means every metric; limit < 0 means no limit on the number of
+// metric names returned. Safe for concurrent use.
+type MetadataReader interface {
+	Metadata(ctx context.Context, metric string, limit int) (map[string][]metadata.Metadata, error)
+}
+
+// SeriesDeleter deletes series data (tombstones) and reclaims it. Safe for
+// concurrent use.
+type SeriesDeleter interface {
+	DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) error
+	CleanTombstones(ctx context.Context) error
+}
+
+// CardinalityReader reports cardinality statistics for status/tsdb: the
+// top limit entries of each list, largest first. Safe for concurrent use.
+type CardinalityReader interface {
+	Cardinality(ctx context.Context, limit int) (Cardinality, error)
+}
+
+// Cardinality is the content of /api/v1/status/tsdb.
+type Cardinality struct {
+	NumSeries     uint64
+	NumLabelPairs int
+	// ChunkCount is the number of chunks in the head (in memory); -1 if unknown.
+	ChunkCount int64
+	// MinTime and MaxTime bound the samples in the head, in milliseconds.
+	MinTime, MaxTime int64
+
+	SeriesCountByMetricName     []CardinalityStat
+	LabelValueCountByLabelName  []CardinalityStat
+	MemoryInBytesByLabelName    []CardinalityStat
+	SeriesCountByLabelValuePair []CardinalityStat
+}
+
+// CardinalityStat is one named count.
+type CardinalityStat struct {
+	Name  string
+	Value uint64
+}
+
+// BuildInfo is reported by /api/v1/status/buildinfo.
+type BuildInfo struct {
+	Version, Revision, Branch, BuildUser, BuildDate, GoVersion string
+}
+
+// Options configures the HTTP handler. Storage and Engine are required.
+type Options struct {
+	// Logger receives request errors; nil means none.
+	Logger *slog.Logger
+	// Registerer receives weft_http_* metrics; nil means not registered.
+	Registerer prometheus.Registerer
+	// Gatherer is served on /metrics and status/self_metrics; nil serves an
+	// empty registry.
+	Gatherer prometheus.Gatherer
+
+	// Storage is read by every query endpoint (required).
+	Storage Storage
+	// Engine evaluates PromQL (required); see query.NewEngine.
+	Engine promql.QueryEngine
+	// Metadata answers /api/v1/metadata; nil answers with no metadata.
+	Metadata MetadataReader
+	// Admin serves delete_series and clean_tombstones when EnableAdmin is
+	// set; nil makes them answer "unavailable".
+	Admin SeriesDeleter
+	// Cardinality answers /api/v1/status/tsdb; nil answers an internal error.
+	Cardinality CardinalityReader
+	// RemoteWrite is mounted at POST /api/v1/write; nil answers 404.
+	RemoteWrite http.Handler
+
+	// EnableAdmin enables the admin endpoints (delete_series,
+	// clean_tombstones), like Prometheus' --web.enable-admin-api. Default
+	// false.
+	EnableAdmin bool
+	// CORSOrigin is a regular expression of allowed CORS origins; default
+	// ".*" as in Prometheus.
+	CORSOrigin string
+	// BuildInfo is reported by status/buildinfo.
+	BuildInfo BuildInfo
+	// Flags is reported by status/flags (flag name → value).
+	Flags map[string]string
+	// DataDir is reported as the working data directory.
+	DataDir string
+	// Retention is reported by status/runtimeinfo; 0 reports "unlimited".
+	Retention time.Duration
+	// LookbackDelta is the engine's lookback, used by the API for cost
+	// estimation only; default 5m.
+	LookbackDelta time.Duration
+	// QueryTimeout is the engine's timeout, reported to the API; default 2m.
+	QueryTimeout time.Duration
+}
+
+// DefaultOptions returns options with the documented defaults; Storage and
+// Engine still have to be set.
+func DefaultOptions() Options {
+	return Options{
+		CORSOrigin:    ".*",
+		LookbackDelta: 5 * time.Minute,
+		QueryTimeout:  2 * time.Minute,
+		BuildInfo:     BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"},
+	}
+}

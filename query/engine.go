@@ -1,0 +1,99 @@
+package query
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Defaults are the ones a Prometheus 3 server starts with, so that a PromQL
+// query answers the same on weft as on Prometheus.
+const (
+	// DefaultLookbackDelta is how far back an instant selector looks for the
+	// latest sample (Prometheus' --query.lookback-delta).
+	DefaultLookbackDelta = 5 * time.Minute
+	// DefaultTimeout bounds one query's evaluation (Prometheus' --query.timeout).
+	DefaultTimeout = 2 * time.Minute
+	// DefaultMaxSamples bounds the samples one query may hold in memory at
+	// once (Prometheus' --query.max-samples).
+	DefaultMaxSamples = 50_000_000
+	// DefaultSubqueryStep is the step of a subquery written without one
+	// ("rate(x[5m])[1h:]"). Prometheus uses the global evaluation_interval,
+	// whose default is one minute.
+	DefaultSubqueryStep = time.Minute
+)
+
+// EngineOptions configures the PromQL engine.
+type EngineOptions struct {
+	// Logger receives the engine's own log lines; nil means none.
+	Logger *slog.Logger
+	// Registerer receives the engine's metrics (prometheus_engine_*); nil
+	// means they are not registered.
+	Registerer prometheus.Registerer
+	// Timeout bounds one query; default DefaultTimeout.
+	Timeout time.Duration
+	// MaxSamples bounds the samples one query may load; default
+	// DefaultMaxSamples.
+	MaxSamples int
+	// LookbackDelta is the instant-selector lookback; default
+	// DefaultLookbackDelta.
+	LookbackDelta time.Duration
+	// SubqueryStep is the step of subqueries written without one; default
+	// DefaultSubqueryStep.
+	SubqueryStep time.Duration
+}
+
+// DefaultEngineOptions returns the options of a default Prometheus server.
+func DefaultEngineOptions() EngineOptions {
+	return EngineOptions{
+		Timeout:       DefaultTimeout,
+		MaxSamples:    DefaultMaxSamples,
+		LookbackDelta: DefaultLookbackDelta,
+		SubqueryStep:  DefaultSubqueryStep,
+	}
+}
+
+// NewEngine returns Prometheus' PromQL engine configured like a Prometheus
+// server: @ modifier and negative offsets enabled, lookback, timeout and
+// sample limit from opts (zero fields take the defaults). The engine is safe
+// for concurrent use and holds no resources that need closing.
+func NewEngine(opts EngineOptions) *promql.Engine {
+	def := DefaultEngineOptions()
+	if opts.Timeout <= 0 {
+		opts.Timeout = def.Timeout
+	}
+	if opts.MaxSamples <= 0 {
+		opts.MaxSamples = def.MaxSamples
+	}
+	if opts.LookbackDelta <= 0 {
+		opts.LookbackDelta = def.LookbackDelta
+	}
+	if opts.SubqueryStep <= 0 {
+		opts.SubqueryStep = def.SubqueryStep
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	step := opts.SubqueryStep.Milliseconds()
+	return promql.NewEngine(promql.EngineOpts{
+		Logger:                   logger,
+		Reg:                      opts.Registerer,
+		MaxSamples:               opts.MaxSamples,
+		Timeout:                  opts.Timeout,
+		LookbackDelta:            opts.LookbackDelta,
+		NoStepSubqueryIntervalFn: func(int64) int64 { return step },
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+		Parser:                   NewParser(),
+	})
+}
+
+// NewParser returns the PromQL parser weft uses everywhere (engine and HTTP
+// API), with Prometheus' default options.
+func NewParser() parser.Parser {
+	return parser.NewParser(parser.Options{})
+}

@@ -1,0 +1,136 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// LabelNames returns the sorted label names of the streams of kind (KindAny:
+// all kinds) marked in a partition overlapping [mint, maxt] that match ms
+// (all such streams if ms is empty).
+func (ix *Index) LabelNames(ctx context.Context, kind Kind, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
+	var sel *roaring64.Bitmap
+	if len(ms) > 0 {
+		var err error
+		if sel, err = ix.Postings(ctx, kind, mint, maxt, ms...); err != nil {
+			return nil, fmt.Errorf("label names: %w", err)
+		}
+		if sel.IsEmpty() {
+			return []string{}, nil
+		}
+	}
+	ps, err := ix.partitionsIn(mint, maxt)
+	if err != nil {
+		return nil, fmt.Errorf("label names: %w", err)
+	}
+	seen := map[uint32]struct{}{}
+	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p.mu.RLock()
+		for nk, ne := range p.names {
+			if kind != KindAny && nk.kind != kind {
+				continue
+			}
+			if _, ok := seen[nk.name]; ok {
+				continue
+			}
+			if ne.all.IsEmpty() || (sel != nil && !ne.all.Intersects(sel)) {
+				continue
+			}
+			seen[nk.name] = struct{}{}
+		}
+		p.mu.RUnlock()
+	}
+	return ix.sortedSymbols(seen), nil
+}
+
+// LabelValues returns the sorted values of label name of the streams of kind
+// (KindAny: all kinds) marked in a partition overlapping [mint, maxt] that
+// match ms (all such streams if ms is empty).
+func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
+	nameRef, ok := ix.syms.lookup(name)
+	if !ok {
+		return []string{}, nil
+	}
+	var sel *roaring64.Bitmap
+	if len(ms) > 0 {
+		var err error
+		if sel, err = ix.Postings(ctx, kind, mint, maxt, ms...); err != nil {
+			return nil, fmt.Errorf("label values: %w", err)
+		}
+		if sel.IsEmpty() {
+			return []string{}, nil
+		}
+	}
+	ps, err := ix.partitionsIn(mint, maxt)
+	if err != nil {
+		return nil, fmt.Errorf("label values: %w", err)
+	}
+	seen := map[uint32]struct{}{}
+	nvalues := 0
+	for _, p := range ps {
+		p.mu.RLock()
+		for _, k := range kindsOf(kind) {
+			if ne := p.names[nameKey{kind: k, name: nameRef}]; ne != nil {
+				nvalues += len(ne.values)
+			}
+		}
+		p.mu.RUnlock()
+	}
+	// Few selected streams and many values: read the value off each stream.
+	if sel != nil && sel.GetCardinality() < uint64(nvalues/filterRatio) {
+		it := sel.Iterator()
+		for i := 0; it.HasNext(); i++ {
+			if err := checkCtx(ctx, i); err != nil {
+				return nil, err
+			}
+			r, ok := ix.rec(ID(it.Next()))
+			if !ok {
+				continue
+			}
+			if v, ok := labelValueRef(r.enc, nameRef); ok {
+				seen[v] = struct{}{}
+			}
+		}
+		return ix.sortedSymbols(seen), nil
+	}
+	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p.mu.RLock()
+		for _, k := range kindsOf(kind) {
+			ne := p.names[nameKey{kind: k, name: nameRef}]
+			if ne == nil {
+				continue
+			}
+			for v, bm := range ne.values {
+				if _, ok := seen[v]; ok {
+					continue
+				}
+				if bm.IsEmpty() || (sel != nil && !bm.Intersects(sel)) {
+					continue
+				}
+				seen[v] = struct{}{}
+			}
+		}
+		p.mu.RUnlock()
+	}
+	return ix.sortedSymbols(seen), nil
+}
+
+func (ix *Index) sortedSymbols(refs map[uint32]struct{}) []string {
+	out := make([]string, 0, len(refs))
+	for r := range refs {
+		s, _ := ix.syms.get(r)
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}

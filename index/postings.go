@@ -1,0 +1,320 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// filterRatio decides between two ways of applying an expensive matcher (a
+// regexp without a fast path): scanning the label's values costs about one
+// regexp match per value, checking the candidates found so far costs about one
+// label-set decode per candidate, which is a few times dearer. So candidates
+// are checked directly when they are fewer than values/filterRatio.
+const filterRatio = 4
+
+// Postings returns the IDs of the streams of kind (KindAny: all kinds) that are
+// marked in a partition overlapping [mint, maxt] (milliseconds, inclusive) and
+// whose label sets match every matcher. With no matchers it returns every such
+// stream. A selector made only of empty-matching matchers is allowed. The
+// returned bitmap belongs to the caller.
+func (ix *Index) Postings(ctx context.Context, kind Kind, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error) {
+	if ix.closed.Load() {
+		return nil, ErrClosed
+	}
+	ps, err := ix.partitionsIn(mint, maxt)
+	if err != nil {
+		return nil, fmt.Errorf("postings: %w", err)
+	}
+	var res *roaring64.Bitmap
+	for _, p := range ps {
+		for _, k := range kindsOf(kind) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			p.mu.RLock()
+			bm, owned := ix.evalPartition(p, k, ms)
+			switch {
+			case bm == nil:
+			case res == nil && owned:
+				res = bm
+			case res == nil:
+				res = bm.Clone()
+			default:
+				res.Or(bm)
+			}
+			p.mu.RUnlock()
+		}
+	}
+	if res == nil {
+		res = roaring64.New()
+	}
+	return res, nil
+}
+
+// matcherPlan is one matcher resolved against one partition.
+type matcherPlan struct {
+	m   *labels.Matcher
+	ne  *nameEntry
+	bm  *roaring64.Bitmap // resolved set (positive) or set to subtract (negative)
+	own bool              // bm was built here and may be modified
+	neg bool              // subtract bm instead of intersecting
+	// deferred: positive matcher without a fast path, resolved after the
+	// cheap ones, by value scan or by checking candidates.
+	deferred bool
+}
+
+// evalPartition resolves ms for kind k in p; p.mu must be held for reading.
+// It returns the result and whether the caller owns it (else it is an
+// internal bitmap that must not be modified). A nil result is empty.
+func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roaring64.Bitmap, bool) {
+	all := p.all[k]
+	if all == nil || all.IsEmpty() {
+		return nil, false
+	}
+	plans := make([]matcherPlan, 0, len(ms))
+	for _, m := range ms {
+		pl := matcherPlan{m: m}
+		if ref, ok := ix.syms.lookup(m.Name); ok && p.names != nil {
+			pl.ne = p.names[nameKey{kind: k, name: ref}]
+		}
+		if m.Matches("") {
+			// Empty-matching: selects streams without the label too. Subtract
+			// the streams whose value does not match.
+			pl.neg = true
+			pl.bm, pl.own = ix.nonMatching(pl.ne, m)
+			if pl.bm == nil || pl.bm.IsEmpty() {
+				continue // matches every stream
+			}
+		} else {
+			if pl.ne == nil {
+				return nil, false // label absent: nothing matches
+			}
+			pl.bm, pl.own, pl.deferred = ix.matchingFast(pl.ne, m)
+			if !pl.deferred && (pl.bm == nil || pl.bm.IsEmpty()) {
+				return nil, false
+			}
+		}
+		plans = append(plans, pl)
+	}
+
+	// Most selective first: positives by cardinality, deferred after them
+	// (their cardinality is unknown until resolved), negatives last.
+	rank := func(pl matcherPlan) (int, uint64) {
+		switch {
+		case pl.neg:
+			return 2, 0
+		case pl.deferred:
+			return 1, uint64(len(pl.ne.values))
+		}
+		return 0, pl.bm.GetCardinality()
+	}
+	slices.SortStableFunc(plans, func(a, b matcherPlan) int {
+		ra, ca := rank(a)
+		rb, cb := rank(b)
+		if ra != rb {
+			return ra - rb
+		}
+		return cmpUint64(ca, cb)
+	})
+
+	var res *roaring64.Bitmap
+	owned := false
+	for _, pl := range plans {
+		switch {
+		case pl.neg:
+			if res == nil {
+				res, owned = all.Clone(), true
+			}
+			if !owned {
+				res, owned = res.Clone(), true
+			}
+			res.AndNot(pl.bm)
+		case pl.deferred:
+			if res != nil && res.GetCardinality() < uint64(len(pl.ne.values)/filterRatio) {
+				res, owned = ix.filterCandidates(res, pl.m), true
+			} else {
+				bm := ix.scanValues(pl.ne, pl.m, true)
+				if res == nil {
+					res, owned = bm, true
+				} else {
+					if !owned {
+						res, owned = res.Clone(), true
+					}
+					res.And(bm)
+				}
+			}
+		default:
+			if res == nil {
+				res, owned = pl.bm, pl.own
+				continue
+			}
+			if !owned {
+				res, owned = res.Clone(), true
+			}
+			res.And(pl.bm)
+		}
+		if res.IsEmpty() {
+			return nil, false
+		}
+	}
+	if res == nil {
+		return all, false // only match-all matchers (or none)
+	}
+	return res, owned
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// isAnyValue reports whether a regexp matcher's pattern is `.*` or `.+`.
+func regexString(m *labels.Matcher) string {
+	if m.Type == labels.MatchRegexp || m.Type == labels.MatchNotRegexp {
+		return m.GetRegexString()
+	}
+	return ""
+}
+
+// matchingFast resolves a matcher that does not match "" to the set of
+// streams whose value matches, using fast paths. deferred means no fast path
+// applies; the caller resolves it later.
+func (ix *Index) matchingFast(ne *nameEntry, m *labels.Matcher) (bm *roaring64.Bitmap, owned, deferred bool) {
+	switch m.Type {
+	case labels.MatchEqual:
+		return ix.valueBitmap(ne, m.Value), false, false
+	case labels.MatchNotEqual: // != "" : has the label
+		return ne.all, false, false
+	case labels.MatchRegexp:
+		if regexString(m) == ".+" {
+			return ne.all, false, false
+		}
+		if set := m.SetMatches(); len(set) > 0 {
+			return ix.unionValues(ne, set), true, false
+		}
+		return nil, false, true
+	case labels.MatchNotRegexp:
+		// !~ that does not match "": its regexp matches "", like `!~ ".*"`
+		// or `!~ "|a"`. Rare; scan.
+		return nil, false, true
+	}
+	return nil, false, true
+}
+
+// nonMatching returns the streams that have the label with a value m does not
+// match, for a matcher that matches "" (so it also selects streams without
+// the label). A nil result is empty.
+func (ix *Index) nonMatching(ne *nameEntry, m *labels.Matcher) (*roaring64.Bitmap, bool) {
+	if ne == nil {
+		return nil, false
+	}
+	switch m.Type {
+	case labels.MatchEqual: // = "" : has no such label
+		return ne.all, false
+	case labels.MatchNotEqual: // != "x"
+		return ix.valueBitmap(ne, m.Value), false
+	case labels.MatchRegexp:
+		if regexString(m) == ".*" {
+			return nil, false
+		}
+		// Matching values are usually the few: subtract them from the name's set.
+		match := ix.scanValues(ne, m, true)
+		return roaring64.AndNot(ne.all, match), true
+	case labels.MatchNotRegexp: // the regexp does not match "": subtract values it matches
+		if regexString(m) == ".+" {
+			return ne.all, false
+		}
+		if set := m.SetMatches(); len(set) > 0 {
+			return ix.unionValues(ne, set), true
+		}
+		return ix.scanValues(ne, m, false), true
+	}
+	return nil, false
+}
+
+// valueBitmap returns the postings of one value, nil if absent.
+func (ix *Index) valueBitmap(ne *nameEntry, v string) *roaring64.Bitmap {
+	ref, ok := ix.syms.lookup(v)
+	if !ok {
+		return nil
+	}
+	return ne.values[ref]
+}
+
+// unionValues returns the union of the postings of the listed values.
+func (ix *Index) unionValues(ne *nameEntry, vals []string) *roaring64.Bitmap {
+	bms := make([]*roaring64.Bitmap, 0, len(vals))
+	for _, v := range vals {
+		if bm := ix.valueBitmap(ne, v); bm != nil {
+			bms = append(bms, bm)
+		}
+	}
+	return orAll(bms)
+}
+
+// orAll unions bitmaps into a new one.
+func orAll(bms []*roaring64.Bitmap) *roaring64.Bitmap {
+	switch len(bms) {
+	case 0:
+		return roaring64.New()
+	case 1:
+		return bms[0].Clone()
+	}
+	return roaring64.FastOr(bms...)
+}
+
+// scanValues unions the postings of every value v of ne with m.Matches(v) ==
+// want. A literal prefix of a regexp rejects most values with one compare.
+func (ix *Index) scanValues(ne *nameEntry, m *labels.Matcher, want bool) *roaring64.Bitmap {
+	prefix := ""
+	if want && m.Type == labels.MatchRegexp {
+		prefix = m.Prefix()
+	}
+	var bms []*roaring64.Bitmap
+	for ref, bm := range ne.values {
+		v, _ := ix.syms.get(ref)
+		if prefix != "" && !strings.HasPrefix(v, prefix) {
+			continue
+		}
+		if m.Matches(v) == want {
+			bms = append(bms, bm)
+		}
+	}
+	return orAll(bms)
+}
+
+// filterCandidates returns the candidates whose value for m.Name matches m
+// (a matcher that does not match "", so streams without the label fail).
+func (ix *Index) filterCandidates(cands *roaring64.Bitmap, m *labels.Matcher) *roaring64.Bitmap {
+	out := roaring64.New()
+	nameRef, ok := ix.syms.lookup(m.Name)
+	if !ok {
+		return out
+	}
+	it := cands.Iterator()
+	for it.HasNext() {
+		id := it.Next()
+		r, ok := ix.rec(ID(id))
+		if !ok {
+			continue
+		}
+		vref, ok := labelValueRef(r.enc, nameRef)
+		if !ok {
+			continue
+		}
+		if v, _ := ix.syms.get(vref); m.Matches(v) {
+			out.Add(id)
+		}
+	}
+	return out
+}

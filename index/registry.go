@@ -1,0 +1,357 @@
+package index
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// numShards is the number of lock shards of the registry's two maps. 256
+// keeps contention negligible at the core counts weft runs on while the
+// per-shard fixed cost (two small maps) stays a few hundred KiB in total.
+const numShards = 256
+
+// hashShard maps label-set hashes to IDs. A 64-bit hash collides rarely but
+// not never (about 3% odds for 1e9 streams), so every hit is verified
+// against the stored label set and colliding streams live in conflicts.
+type hashShard struct {
+	mu        sync.RWMutex
+	m         map[uint64]ID
+	conflicts map[uint64][]ID // further streams with an equal hash; nil until needed
+	_         [24]byte        // keep hot shards on separate cache lines
+}
+
+// streamRec is the registry entry of one stream.
+type streamRec struct {
+	enc      string // compact label set (lsenc.go)
+	lastPart int64  // newest partition the stream is marked in
+	kind     Kind
+}
+
+// idShard maps IDs to stream records.
+type idShard struct {
+	mu sync.RWMutex
+	m  map[ID]streamRec
+	_  [40]byte
+}
+
+func (ix *Index) initShards() {
+	for i := range ix.hashShards {
+		ix.hashShards[i].m = make(map[uint64]ID)
+		ix.idShards[i].m = make(map[ID]streamRec)
+	}
+}
+
+// streamHash (a variable so tests can force collisions) combines the label set's hash with the kind, so equal label sets
+// of different kinds are different streams.
+var streamHash = defaultStreamHash
+
+func defaultStreamHash(kind Kind, ls labels.Labels) uint64 {
+	return ls.Hash() ^ (uint64(kind) * 0x9E3779B97F4A7C15)
+}
+
+func (ix *Index) hashShardOf(h uint64) *hashShard { return &ix.hashShards[(h>>56)%numShards] }
+func (ix *Index) idShardOf(id ID) *idShard      { return &ix.idShards[uint64(id)%numShards] }
+
+// rec returns the record of id.
+func (ix *Index) rec(id ID) (streamRec, bool) {
+	s := ix.idShardOf(id)
+	s.mu.RLock()
+	r, ok := s.m[id]
+	s.mu.RUnlock()
+	return r, ok
+}
+
+// lookupLocked finds the stream (kind, ls) in hs; hs.mu must be held.
+func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labels) (ID, streamRec, bool) {
+	id, ok := hs.m[h]
+	if !ok {
+		return 0, streamRec{}, false
+	}
+	if r, ok := ix.rec(id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
+		return id, r, true
+	}
+	for _, cid := range hs.conflicts[h] {
+		if r, ok := ix.rec(cid); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
+			return cid, r, true
+		}
+	}
+	return 0, streamRec{}, false
+}
+
+// insertHashLocked records h → id in hs; hs.mu must be held for writing.
+func insertHashLocked(hs *hashShard, h uint64, id ID) {
+	if _, ok := hs.m[h]; !ok {
+		hs.m[h] = id
+		return
+	}
+	if hs.conflicts == nil {
+		hs.conflicts = make(map[uint64][]ID)
+	}
+	hs.conflicts[h] = append(hs.conflicts[h], id)
+}
+
+// removeHashLocked removes h → id from hs; hs.mu must be held for writing.
+func removeHashLocked(hs *hashShard, h uint64, id ID) {
+	c := hs.conflicts[h]
+	if hs.m[h] == id {
+		if len(c) == 0 {
+			delete(hs.m, h)
+			return
+		}
+		hs.m[h] = c[0]
+		c = c[1:]
+	} else {
+		for i, cid := range c {
+			if cid == id {
+				c = append(c[:i:i], c[i+1:]...)
+				break
+			}
+		}
+	}
+	if len(c) == 0 {
+		delete(hs.conflicts, h)
+	} else {
+		hs.conflicts[h] = c
+	}
+}
+
+// encScratch is the stack buffer size for a label set's refs and encoding;
+// larger sets spill to the heap.
+const encScratch = 64
+
+// GetOrCreate returns the ID of the stream (kind, ls), creating it if it is
+// new, and marks it active in t's partition (t in milliseconds). created
+// reports whether the stream is new. ls must be sorted with unique names, as
+// labels.Labels guarantees. Creation is in memory only; Persist makes it
+// durable. For an existing stream this is a hash lookup under a shard read
+// lock.
+func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, created bool, err error) {
+	if !kind.valid() {
+		return 0, false, fmt.Errorf("get or create stream: %w: %d", ErrInvalidKind, kind)
+	}
+	if ls.IsEmpty() {
+		return 0, false, fmt.Errorf("get or create stream: %w", ErrEmptyLabels)
+	}
+	if ix.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	h := streamHash(kind, ls)
+	hs := ix.hashShardOf(h)
+	hs.mu.RLock()
+	id, r, ok := ix.lookupLocked(hs, h, kind, ls)
+	hs.mu.RUnlock()
+	if ok {
+		ix.touchRec(id, r, t)
+		return id, false, nil
+	}
+
+	var refBuf [encScratch]uint32
+	refs := ix.syms.internLabels(ls, refBuf[:0])
+	var encBuf [encScratch * 2]byte
+	enc := string(appendLabelRefs(encBuf[:0], refs))
+
+	hs.mu.Lock()
+	if id, r, ok := ix.lookupLocked(hs, h, kind, ls); ok {
+		hs.mu.Unlock()
+		ix.touchRec(id, r, t)
+		return id, false, nil
+	}
+	id = ID(ix.nextID.Add(1) - 1)
+	ix.insertLocked(hs, h, id, kind, enc, refs, t)
+	hs.mu.Unlock()
+	return id, true, nil
+}
+
+// insertLocked registers a new stream and marks it in t's partition; hs.mu
+// must be held for writing.
+func (ix *Index) insertLocked(hs *hashShard, h uint64, id ID, kind Kind, enc string, refs []uint32, t int64) {
+	insertHashLocked(hs, h, id)
+	s := ix.idShardOf(id)
+	s.mu.Lock()
+	s.m[id] = streamRec{enc: enc, lastPart: math.MinInt64, kind: kind}
+	s.mu.Unlock()
+	ix.numStreams[kind].Add(1)
+	ix.pendingMu.Lock()
+	ix.pendingNew.Add(uint64(id))
+	ix.pendingMu.Unlock()
+	ix.markInPartition(id, kind, refs, t)
+}
+
+// Restore re-inserts the stream (kind, ls) under a known id while the caller
+// replays its write-ahead log. It is idempotent, marks the stream active in
+// t's partition and advances the ID allocator past id. It returns
+// ErrIDConflict if id names another stream or the stream has another ID.
+func (ix *Index) Restore(kind Kind, id ID, ls labels.Labels, t int64) error {
+	if !kind.valid() {
+		return fmt.Errorf("restore stream %d: %w: %d", id, ErrInvalidKind, kind)
+	}
+	if ls.IsEmpty() {
+		return fmt.Errorf("restore stream %d: %w", id, ErrEmptyLabels)
+	}
+	if id == 0 {
+		return fmt.Errorf("restore stream: %w: id 0", ErrIDConflict)
+	}
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	h := streamHash(kind, ls)
+	hs := ix.hashShardOf(h)
+	hs.mu.Lock()
+	if got, r, ok := ix.lookupLocked(hs, h, kind, ls); ok {
+		hs.mu.Unlock()
+		if got != id {
+			return fmt.Errorf("restore stream %d: %w: labels %s have id %d", id, ErrIDConflict, ls, got)
+		}
+		ix.advanceAlloc(id)
+		ix.touchRec(id, r, t)
+		return nil
+	}
+	if _, ok := ix.rec(id); ok {
+		hs.mu.Unlock()
+		return fmt.Errorf("restore stream %d: %w: id has other labels than %s", id, ErrIDConflict, ls)
+	}
+	var refBuf [encScratch]uint32
+	refs := ix.syms.internLabels(ls, refBuf[:0])
+	enc := string(appendLabelRefs(nil, refs))
+	ix.advanceAlloc(id)
+	ix.insertLocked(hs, h, id, kind, enc, refs, t)
+	hs.mu.Unlock()
+	return nil
+}
+
+// advanceAlloc makes sure id is never allocated again.
+func (ix *Index) advanceAlloc(id ID) {
+	for {
+		cur := ix.nextID.Load()
+		if cur > uint64(id) || ix.nextID.CompareAndSwap(cur, uint64(id)+1) {
+			return
+		}
+	}
+}
+
+// Labels returns the label set of id, built with b (which may be nil), and
+// whether id is known. The returned labels stay valid after b is reused only
+// if the caller copies them, as with any ScratchBuilder.
+func (ix *Index) Labels(id ID, b *labels.ScratchBuilder) (labels.Labels, bool) {
+	r, ok := ix.rec(id)
+	if !ok {
+		return labels.EmptyLabels(), false
+	}
+	if b == nil {
+		nb := labels.NewScratchBuilder(16)
+		b = &nb
+	}
+	ls, err := ix.syms.buildLabels(r.enc, b)
+	if err != nil {
+		panic(fmt.Sprintf("BUG: stream %d has a corrupt in-memory label set: %v", id, err))
+	}
+	return ls, true
+}
+
+// StreamKind returns the kind of id and whether id is known.
+func (ix *Index) StreamKind(id ID) (Kind, bool) {
+	r, ok := ix.rec(id)
+	return r.kind, ok
+}
+
+// Touch marks id active in t's partition (t in milliseconds). It is a shard
+// read lock and a compare when the stream is already marked there; unknown IDs
+// are ignored.
+func (ix *Index) Touch(id ID, t int64) {
+	if r, ok := ix.rec(id); ok {
+		ix.touchRec(id, r, t)
+	}
+}
+
+func (ix *Index) touchRec(id ID, r streamRec, t int64) {
+	if r.lastPart == ix.partOf(t) {
+		return
+	}
+	refs, err := decodeLabelRefs(make([]uint32, 0, encScratch), r.enc)
+	if err != nil {
+		panic(fmt.Sprintf("BUG: stream %d has a corrupt in-memory label set: %v", id, err))
+	}
+	ix.markInPartition(id, r.kind, refs, t)
+}
+
+// markInPartition adds id to the postings of t's partition (clamped to the
+// oldest retained partition) and records it as the stream's newest partition.
+func (ix *Index) markInPartition(id ID, kind Kind, refs []uint32, t int64) {
+	for {
+		p := ix.partitionFor(ix.partOf(t))
+		s := ix.idShardOf(id)
+		s.mu.Lock()
+		r, ok := s.m[id]
+		if ok && p.num > r.lastPart {
+			r.lastPart = p.num
+			s.m[id] = r
+		}
+		s.mu.Unlock()
+		if !ok {
+			return // deleted meanwhile
+		}
+		p.mu.Lock()
+		if p.dropped {
+			p.mu.Unlock()
+			continue // dropped between lookup and lock: use the new oldest partition
+		}
+		if !p.all[kind].Contains(uint64(id)) {
+			if _, ok := ix.rec(id); ok { // not deleted meanwhile
+				p.addLocked(kind, id, refs)
+			}
+		}
+		p.mu.Unlock()
+		return
+	}
+}
+
+// forEachRec calls f for every stream record, shard by shard under the read
+// lock; f must not call back into the registry's write path.
+func (ix *Index) forEachRec(f func(id ID, r streamRec)) {
+	for i := range ix.idShards {
+		s := &ix.idShards[i]
+		s.mu.RLock()
+		for id, r := range s.m {
+			f(id, r)
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// forget removes id from the registry (not from postings) and returns its
+// record. If keep is not nil and reports true under the shard lock, the
+// stream is kept.
+func (ix *Index) forget(id ID, keep func(streamRec) bool) (streamRec, bool) {
+	r, ok := ix.rec(id)
+	if !ok {
+		return r, false
+	}
+	var b labels.ScratchBuilder
+	ls, err := ix.syms.buildLabels(r.enc, &b)
+	if err != nil {
+		panic(fmt.Sprintf("BUG: stream %d has a corrupt in-memory label set: %v", id, err))
+	}
+	h := streamHash(r.kind, ls)
+	hs := ix.hashShardOf(h)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	s := ix.idShardOf(id)
+	s.mu.Lock()
+	r, ok = s.m[id]
+	if !ok || (keep != nil && keep(r)) {
+		s.mu.Unlock()
+		return r, false
+	}
+	delete(s.m, id)
+	s.mu.Unlock()
+	removeHashLocked(hs, h, id)
+	ix.numStreams[r.kind].Add(-1)
+	return r, true
+}
+
+// newBitmap returns an empty bitmap; named so that call sites read clearly.
+func newBitmap() *roaring64.Bitmap { return roaring64.New() }

@@ -1,0 +1,141 @@
+package index
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+func TestGetOrCreate(t *testing.T) {
+	ix, _, _ := testIndex(t, DefaultOptions())
+	a := labels.FromStrings("__name__", "up", "job", "a")
+	b := labels.FromStrings("__name__", "up", "job", "b")
+
+	id1, created, err := ix.GetOrCreate(KindMetric, a, 0)
+	if err != nil || !created || id1 != 1 {
+		t.Fatalf("first create: id=%d created=%v err=%v, want 1 true nil", id1, created, err)
+	}
+	id2, created, err := ix.GetOrCreate(KindMetric, a.Copy(), 10)
+	if err != nil || created || id2 != id1 {
+		t.Fatalf("second get: id=%d created=%v err=%v, want %d false nil", id2, created, err, id1)
+	}
+	id3 := mustCreate(t, ix, KindMetric, b, 0)
+	id4 := mustCreate(t, ix, KindLog, a, 0) // same labels, other kind: other stream
+	if id3 != 2 || id4 != 3 {
+		t.Fatalf("ids = %d, %d; want 2, 3 (one monotonic ID space)", id3, id4)
+	}
+	for _, tc := range []struct {
+		id   ID
+		want labels.Labels
+		kind Kind
+	}{{id1, a, KindMetric}, {id3, b, KindMetric}, {id4, a, KindLog}} {
+		got, ok := ix.Labels(tc.id, nil)
+		if !ok || !labels.Equal(got, tc.want) {
+			t.Errorf("Labels(%d) = %s, %v; want %s", tc.id, got, ok, tc.want)
+		}
+		if k, _ := ix.StreamKind(tc.id); k != tc.kind {
+			t.Errorf("StreamKind(%d) = %v, want %v", tc.id, k, tc.kind)
+		}
+	}
+	if _, ok := ix.Labels(99, nil); ok {
+		t.Error("Labels(99) found an unknown stream")
+	}
+	if n := ix.NumStreams(KindAny); n != 3 {
+		t.Errorf("NumStreams(any) = %d, want 3", n)
+	}
+	if n := ix.NumStreams(KindMetric); n != 2 {
+		t.Errorf("NumStreams(metric) = %d, want 2", n)
+	}
+}
+
+func TestGetOrCreateErrors(t *testing.T) {
+	ix, _, _ := testIndex(t, DefaultOptions())
+	tests := []struct {
+		name string
+		kind Kind
+		ls   labels.Labels
+		want error
+	}{
+		{"any kind", KindAny, labels.FromStrings("a", "b"), ErrInvalidKind},
+		{"unknown kind", Kind(9), labels.FromStrings("a", "b"), ErrInvalidKind},
+		{"empty labels", KindMetric, labels.EmptyLabels(), ErrEmptyLabels},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := ix.GetOrCreate(tc.kind, tc.ls, 0); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestHashCollisions forces every stream onto one hash: lookups must still
+// tell label sets apart, and deleting one must keep the others.
+func TestHashCollisions(t *testing.T) {
+	old := streamHash
+	streamHash = func(Kind, labels.Labels) uint64 { return 42 }
+	t.Cleanup(func() { streamHash = old })
+
+	ix, _, _ := testIndex(t, DefaultOptions())
+	var ids []ID
+	var sets []labels.Labels
+	for _, v := range []string{"a", "b", "c", "d"} {
+		ls := labels.FromStrings("x", v)
+		sets = append(sets, ls)
+		ids = append(ids, mustCreate(t, ix, KindMetric, ls, 0))
+	}
+	for i, ls := range sets {
+		if got := mustCreate(t, ix, KindMetric, ls, 0); got != ids[i] {
+			t.Fatalf("lookup %s = %d, want %d", ls, got, ids[i])
+		}
+	}
+	if err := ix.Delete(t.Context(), bitmapOf(ids[0], ids[2])); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 3} {
+		if got := mustCreate(t, ix, KindMetric, sets[i], 0); got != ids[i] {
+			t.Fatalf("after delete: lookup %s = %d, want %d", sets[i], got, ids[i])
+		}
+	}
+	if got := mustCreate(t, ix, KindMetric, sets[0], 0); got == ids[0] {
+		t.Fatalf("deleted stream came back with its old id %d", got)
+	}
+}
+
+func TestRestore(t *testing.T) {
+	ix, _, _ := testIndex(t, DefaultOptions())
+	a := labels.FromStrings("__name__", "up", "job", "a")
+	b := labels.FromStrings("__name__", "up", "job", "b")
+	if err := ix.Restore(KindMetric, 7, a, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Restore(KindMetric, 7, a, hourMs); err != nil {
+		t.Fatalf("idempotent restore: %v", err)
+	}
+	if got := mustCreate(t, ix, KindMetric, a, 0); got != 7 {
+		t.Fatalf("restored stream id = %d, want 7", got)
+	}
+	if got := mustCreate(t, ix, KindMetric, b, 0); got != 8 {
+		t.Fatalf("allocator after restore gave %d, want 8", got)
+	}
+	tests := []struct {
+		name string
+		id   ID
+		ls   labels.Labels
+	}{
+		{"labels under other id", 9, a},
+		{"id with other labels", 7, labels.FromStrings("other", "x")},
+		{"zero id", 0, labels.FromStrings("z", "z")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := ix.Restore(KindMetric, tc.id, tc.ls, 0); !errors.Is(err, ErrIDConflict) {
+				t.Fatalf("err = %v, want ErrIDConflict", err)
+			}
+		})
+	}
+	if got := mustPostings(t, ix, KindMetric, 0, 2*hourMs, mustMatcher(t, labels.MatchEqual, "job", "a")); len(got) != 1 || got[0] != 7 {
+		t.Fatalf("postings of restored stream = %v, want [7]", got)
+	}
+}

@@ -28,16 +28,15 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 		}
 		return ok
 	}
-	badAttrs := func(attrs pcommon.Map) string {
-		bad := ""
+	badAttrs := func(attrs pcommon.Map) (key string, bad bool) {
 		attrs.Range(func(k string, _ pcommon.Value) bool {
 			if !validKey(k) {
-				bad = k
+				key, bad = k, true
 				return false
 			}
 			return true
 		})
-		return bad
+		return key, bad
 	}
 
 	rms := md.ResourceMetrics()
@@ -73,7 +72,7 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 					return reject("aggregation temporality unspecified")
 				}
 				pointErr := func(attrs pcommon.Map, exs pmetric.ExemplarSlice) string {
-					if k := badAttrs(attrs); k != "" {
+					if k, bad := badAttrs(attrs); bad {
 						return fmt.Sprintf("attribute %q: invalid label name", k)
 					}
 					exs.RemoveIf(func(e pmetric.Exemplar) bool {

@@ -1,0 +1,359 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/storage/internal/record"
+)
+
+// Appender returns a Prometheus storage.Appender. It is for one goroutine
+// and must be finished with Commit or Rollback.
+func (db *DB) Appender(ctx context.Context) promstorage.Appender {
+	return db.newAppender(ctx)
+}
+
+// AppenderV2 returns a Prometheus storage.AppenderV2 (also
+// storage.ExemplarAppenderV2). Same rules as Appender.
+func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
+	return &appenderV2{db.newAppender(ctx)}
+}
+
+type pendingFloat struct {
+	s     *memSeries
+	st, t int64
+	v     float64
+}
+
+type pendingHist struct {
+	s     *memSeries
+	st, t int64
+	h     *histogram.Histogram
+	fh    *histogram.FloatHistogram
+}
+
+type pendingExemplar struct {
+	s *memSeries
+	e exemplar.Exemplar
+}
+
+// appender collects samples for one commit. Not safe for concurrent use.
+type appender struct {
+	db      *DB
+	ctx     context.Context
+	nowMs   int64
+	discard bool // AppendOptions.DiscardOutOfOrder
+
+	floats    []pendingFloat
+	hists     []pendingHist
+	exemplars []pendingExemplar
+	metas     []record.Metadata
+	done      bool
+}
+
+func (db *DB) newAppender(ctx context.Context) *appender {
+	return &appender{db: db, ctx: ctx, nowMs: db.opts.Now().UnixMilli()}
+}
+
+// validLabels reports whether ls is a storable label set: non-empty, names
+// sorted and unique, names and values valid UTF-8, no empty names. Labels
+// with empty values must have been dropped by the caller.
+func validLabels(ls labels.Labels) bool {
+	if ls.IsEmpty() {
+		return false
+	}
+	ok, prev := true, ""
+	first := true
+	ls.Range(func(l labels.Label) {
+		if l.Name == "" || !utf8.ValidString(l.Name) || !utf8.ValidString(l.Value) || (!first && l.Name <= prev) {
+			ok = false
+		}
+		prev, first = l.Name, false
+	})
+	return ok
+}
+
+func hasEmptyValue(ls labels.Labels) bool {
+	empty := false
+	ls.Range(func(l labels.Label) {
+		if l.Value == "" {
+			empty = true
+		}
+	})
+	return empty
+}
+
+// seriesFor resolves ref or ls to a head series, creating it if needed. A
+// new series' record is logged to the WAL right away, so that it precedes
+// any sample that refers to it whichever appender commits first.
+func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int64) (*memSeries, error) {
+	db := a.db
+	if ref != 0 {
+		if s := db.series.get(uint64(ref)); s != nil {
+			return s, nil
+		}
+	}
+	if hasEmptyValue(ls) {
+		ls = ls.WithoutEmpty()
+	}
+	if !validLabels(ls) {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidLabels, ls.String())
+	}
+	id, created, err := db.idx.GetOrCreate(ls, t)
+	if err != nil {
+		return nil, fmt.Errorf("index series: %w", err)
+	}
+	if !created {
+		if s := db.series.get(id); s != nil {
+			return s, nil
+		}
+	}
+	db.commitMu.RLock()
+	defer db.commitMu.RUnlock()
+	s := db.series.getOrCreate(id)
+	if created {
+		db.stats.seriesNew.Add(1)
+		rec := record.AppendSeries(nil, []record.Series{{Kind: 1, ID: id, Labels: ls}})
+		if _, err := db.wal.Log(walFrame(rec)); err != nil {
+			return nil, fmt.Errorf("log series: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// check validates x against the series as committed so far.
+func (a *appender) check(s *memSeries, x sample) error {
+	if a.db.futureMs >= 0 && x.t > a.nowMs+a.db.futureMs {
+		return ErrTooFarInFuture
+	}
+	s.mu.Lock()
+	err := a.db.checkLocked(s, x, false)
+	lastT := s.lastT
+	s.mu.Unlock()
+	if err == nil && a.discard && x.t < lastT {
+		return promstorage.ErrOutOfOrderSample
+	}
+	return err
+}
+
+func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x sample) (promstorage.SeriesRef, error) {
+	if a.done {
+		return 0, errors.New("appender already committed or rolled back")
+	}
+	s, err := a.seriesFor(ref, ls, x.t)
+	if err != nil {
+		a.db.stats.reject(err)
+		return 0, err
+	}
+	if err := a.check(s, x); err != nil {
+		if errors.Is(err, errSameSample) {
+			return promstorage.SeriesRef(s.id), nil
+		}
+		a.db.stats.reject(err)
+		return promstorage.SeriesRef(s.id), err
+	}
+	if x.h == nil && x.fh == nil {
+		a.floats = append(a.floats, pendingFloat{s: s, st: x.st, t: x.t, v: x.v})
+	} else {
+		a.hists = append(a.hists, pendingHist{s: s, st: x.st, t: x.t, h: x.h, fh: x.fh})
+	}
+	return promstorage.SeriesRef(s.id), nil
+}
+
+// Append adds a float sample.
+func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, t int64, v float64) (promstorage.SeriesRef, error) {
+	return a.appendSample(ref, ls, sample{t: t, v: v})
+}
+
+// AppendHistogram adds an integer (h) or float (fh) native histogram sample.
+func (a *appender) AppendHistogram(ref promstorage.SeriesRef, ls labels.Labels, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram) (promstorage.SeriesRef, error) {
+	if fh != nil {
+		h = nil
+		if err := fh.Validate(); err != nil {
+			return 0, err
+		}
+	} else if h != nil {
+		if err := h.Validate(); err != nil {
+			return 0, err
+		}
+	}
+	return a.appendSample(ref, ls, sample{t: t, h: h, fh: fh})
+}
+
+// SetOptions applies per-appender options (DiscardOutOfOrder).
+func (a *appender) SetOptions(opts *promstorage.AppendOptions) {
+	a.discard = opts != nil && opts.DiscardOutOfOrder
+}
+
+// AppendExemplar attaches an exemplar to an existing series.
+func (a *appender) AppendExemplar(ref promstorage.SeriesRef, ls labels.Labels, e exemplar.Exemplar) (promstorage.SeriesRef, error) {
+	if a.db.opts.MaxExemplarsPerSeries < 0 {
+		return 0, promstorage.ErrExemplarsDisabled
+	}
+	var s *memSeries
+	if ref != 0 {
+		s = a.db.series.get(uint64(ref))
+	}
+	if s == nil {
+		id, _, err := a.db.idx.GetOrCreate(ls.WithoutEmpty(), e.Ts)
+		if err != nil {
+			return 0, err
+		}
+		if s = a.db.series.get(id); s == nil {
+			return 0, promstorage.ErrNotFound
+		}
+	}
+	if err := validateExemplar(e); err != nil {
+		return promstorage.SeriesRef(s.id), err
+	}
+	a.exemplars = append(a.exemplars, pendingExemplar{s: s, e: e})
+	return promstorage.SeriesRef(s.id), nil
+}
+
+func validateExemplar(e exemplar.Exemplar) error {
+	n := 0
+	e.Labels.Range(func(l labels.Label) { n += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
+	if n > exemplar.ExemplarMaxLabelSetLength {
+		return promstorage.ErrExemplarLabelLength
+	}
+	return nil
+}
+
+// UpdateMetadata records metadata for the metric family of ls.
+func (a *appender) UpdateMetadata(ref promstorage.SeriesRef, ls labels.Labels, m metadata.Metadata) (promstorage.SeriesRef, error) {
+	name := ls.Get(labels.MetricName)
+	if name == "" {
+		return ref, nil
+	}
+	a.metas = append(a.metas, record.Metadata{Metric: name, Meta: m})
+	return ref, nil
+}
+
+// AppendSTZeroSample appends a zero-valued sample at the start timestamp st
+// (a counter's creation), as Prometheus does with created-timestamp ingestion.
+func (a *appender) AppendSTZeroSample(ref promstorage.SeriesRef, ls labels.Labels, t, st int64) (promstorage.SeriesRef, error) {
+	if st >= t {
+		return 0, promstorage.ErrSTNewerThanSample
+	}
+	return a.appendSTZero(ref, ls, sample{t: st})
+}
+
+// AppendHistogramSTZeroSample is AppendSTZeroSample for histograms.
+func (a *appender) AppendHistogramSTZeroSample(ref promstorage.SeriesRef, ls labels.Labels, t, st int64, h *histogram.Histogram, fh *histogram.FloatHistogram) (promstorage.SeriesRef, error) {
+	if st >= t {
+		return 0, promstorage.ErrSTNewerThanSample
+	}
+	x := sample{t: st}
+	switch {
+	case fh != nil:
+		x.fh = &histogram.FloatHistogram{Schema: fh.Schema, ZeroThreshold: fh.ZeroThreshold, CustomValues: fh.CustomValues, CounterResetHint: histogram.CounterReset}
+	case h != nil:
+		x.h = &histogram.Histogram{Schema: h.Schema, ZeroThreshold: h.ZeroThreshold, CustomValues: h.CustomValues, CounterResetHint: histogram.CounterReset}
+	default:
+		x.h = &histogram.Histogram{CounterResetHint: histogram.CounterReset}
+	}
+	return a.appendSTZero(ref, ls, x)
+}
+
+func (a *appender) appendSTZero(ref promstorage.SeriesRef, ls labels.Labels, x sample) (promstorage.SeriesRef, error) {
+	s, err := a.seriesFor(ref, ls, x.t)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	lastT := s.lastT
+	s.mu.Unlock()
+	if x.t <= lastT {
+		return promstorage.SeriesRef(s.id), promstorage.ErrOutOfOrderST
+	}
+	return a.appendSample(promstorage.SeriesRef(s.id), ls, x)
+}
+
+// Rollback discards everything appended. New series stay registered (their
+// records are harmless) but get no samples.
+func (a *appender) Rollback() error {
+	a.done = true
+	a.floats, a.hists, a.exemplars, a.metas = nil, nil, nil, nil
+	return nil
+}
+
+// appenderV2 adapts appender to storage.AppenderV2.
+type appenderV2 struct{ *appender }
+
+var _ promstorage.ExemplarAppenderV2 = (*appenderV2)(nil)
+
+// Append adds a sample of any type with its start timestamp, metadata and
+// exemplars. Exemplar failures are reported as *storage.AppendPartialError
+// after the sample itself was accepted.
+func (a *appenderV2) Append(ref promstorage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts promstorage.AppendV2Options) (promstorage.SeriesRef, error) {
+	a.discard = opts.RejectOutOfOrder
+	x := sample{st: st, t: t, v: v, h: h, fh: fh}
+	if fh != nil {
+		x.h = nil
+		if err := fh.Validate(); err != nil {
+			return 0, err
+		}
+	} else if h != nil {
+		if err := h.Validate(); err != nil {
+			return 0, err
+		}
+	}
+	r, err := a.appendSample(ref, ls, x)
+	if err != nil {
+		return r, err
+	}
+	if !opts.Metadata.IsEmpty() {
+		name := opts.MetricFamilyName
+		if name == "" {
+			name = ls.Get(labels.MetricName)
+		}
+		if name != "" {
+			a.metas = append(a.metas, record.Metadata{Metric: name, Meta: opts.Metadata})
+		}
+	}
+	if len(opts.Exemplars) > 0 {
+		_, err = a.AppendExemplars(r, ls, opts.Exemplars)
+		return r, err
+	}
+	return r, nil
+}
+
+// AppendExemplars attaches exemplars to an existing series.
+func (a *appenderV2) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
+	var perr *promstorage.AppendPartialError
+	for i, e := range es {
+		if _, err := a.AppendExemplar(ref, ls, e); err != nil {
+			if errors.Is(err, promstorage.ErrNotFound) {
+				return ref, err
+			}
+			if perr == nil {
+				perr = &promstorage.AppendPartialError{}
+			}
+			perr.ExemplarErrors = append(perr.ExemplarErrors, promstorage.ExemplarError{Index: i, Err: err})
+		}
+	}
+	return ref, perr.ToError()
+}
+
+func rejectReason(err error) string {
+	switch {
+	case errors.Is(err, ErrOutOfWindow):
+		return RejectOutOfWindow
+	case errors.Is(err, ErrDuplicateSample):
+		return RejectDuplicate
+	case errors.Is(err, ErrTooFarInFuture):
+		return RejectTooFarFuture
+	case errors.Is(err, ErrInvalidLabels):
+		return RejectInvalidLabels
+	default:
+		return RejectOther
+	}
+}

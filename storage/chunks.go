@@ -1,0 +1,238 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// Keyspace tags (docs/architecture.md).
+const (
+	tagChunk byte = 0x02
+	tagMeta  byte = 0x05
+)
+
+// chunkKeyLen is tag + partition + stream ID + start time.
+const chunkKeyLen = 1 + 8 + 8 + 8
+
+// chunkValueVersion is the first byte of every chunk value: 1 = a Prometheus
+// tsdb/chunkenc chunk (encoding byte follows). 2 is reserved for weft's
+// columnar storage/chunkenc format.
+const chunkValueVersion = 1
+
+// orderedInt maps an int64 to a uint64 whose big-endian bytes sort like the int.
+func orderedInt(v int64) uint64 { return uint64(v) ^ (1 << 63) }
+
+func fromOrdered(u uint64) int64 { return int64(u ^ (1 << 63)) }
+
+func appendChunkKey(dst []byte, part int64, id uint64, mint int64) []byte {
+	dst = append(dst, tagChunk)
+	dst = binary.BigEndian.AppendUint64(dst, orderedInt(part))
+	dst = binary.BigEndian.AppendUint64(dst, id)
+	return binary.BigEndian.AppendUint64(dst, orderedInt(mint))
+}
+
+func parseChunkKey(k []byte) (part int64, id uint64, mint int64, ok bool) {
+	if len(k) != chunkKeyLen || k[0] != tagChunk {
+		return 0, 0, 0, false
+	}
+	return fromOrdered(binary.BigEndian.Uint64(k[1:])), binary.BigEndian.Uint64(k[9:]), fromOrdered(binary.BigEndian.Uint64(k[17:])), true
+}
+
+func appendChunkValue(dst []byte, c *sealedChunk) []byte {
+	dst = append(dst, chunkValueVersion, byte(c.enc))
+	dst = binary.AppendUvarint(dst, uint64(c.n))
+	dst = binary.AppendUvarint(dst, uint64(c.maxt-c.mint))
+	return append(dst, c.data...)
+}
+
+var errBadChunk = errors.New("bad chunk value")
+
+// decodeChunkValue parses a chunk value; data aliases v.
+func decodeChunkValue(v []byte, mint int64) (sealedChunk, error) {
+	if len(v) < 2 || v[0] != chunkValueVersion || !chunkenc.IsValidEncoding(chunkenc.Encoding(v[1])) {
+		return sealedChunk{}, errBadChunk
+	}
+	c := sealedChunk{mint: mint, enc: chunkenc.Encoding(v[1])}
+	rest := v[2:]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 {
+		return sealedChunk{}, errBadChunk
+	}
+	rest = rest[k:]
+	d, k := binary.Uvarint(rest)
+	if k <= 0 {
+		return sealedChunk{}, errBadChunk
+	}
+	c.n, c.maxt, c.data = int(n), mint+int64(d), rest[k:]
+	return c, nil
+}
+
+// partitionSet is the sorted set of partitions that hold chunks.
+type partitionSet struct {
+	mu    sync.RWMutex
+	parts []int64
+}
+
+func (ps *partitionSet) add(p int64) {
+	ps.mu.RLock()
+	_, found := slices.BinarySearch(ps.parts, p)
+	ps.mu.RUnlock()
+	if found {
+		return
+	}
+	ps.mu.Lock()
+	if i, found := slices.BinarySearch(ps.parts, p); !found {
+		ps.parts = slices.Insert(ps.parts, i, p)
+	}
+	ps.mu.Unlock()
+}
+
+// between returns the partitions in [lo, hi].
+func (ps *partitionSet) between(lo, hi int64) []int64 {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	i, _ := slices.BinarySearch(ps.parts, lo)
+	j, _ := slices.BinarySearch(ps.parts, hi+1)
+	return slices.Clone(ps.parts[i:j])
+}
+
+func (ps *partitionSet) removeBefore(p int64) []int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	i, _ := slices.BinarySearch(ps.parts, p)
+	old := slices.Clone(ps.parts[:i])
+	ps.parts = slices.Delete(ps.parts, 0, i)
+	return old
+}
+
+func (ps *partitionSet) all() []int64 {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return slices.Clone(ps.parts)
+}
+
+// loadPartitions finds the partitions present in Pebble by skipping from one
+// partition prefix to the next.
+func (db *DB) loadPartitions() error {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{tagChunk}, UpperBound: []byte{tagChunk + 1}})
+	if err != nil {
+		return fmt.Errorf("chunk iterator: %w", err)
+	}
+	defer it.Close()
+	var seek []byte
+	for ok := it.First(); ok; {
+		p, _, _, good := parseChunkKey(it.Key())
+		if !good {
+			ok = it.Next()
+			continue
+		}
+		db.parts.add(p)
+		seek = append(seek[:0], tagChunk)
+		seek = binary.BigEndian.AppendUint64(seek, orderedInt(p)+1)
+		ok = it.SeekGE(seek)
+	}
+	return it.Error()
+}
+
+// writePending writes the sealed-but-unwritten chunks of ss to Pebble (not
+// synced: the WAL still holds their samples until the next checkpoint, which
+// syncs Pebble first) and then drops them from the head.
+func (db *DB) writePending(ss []*memSeries) error {
+	if len(ss) == 0 {
+		return nil
+	}
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	written := make([][]*sealedChunk, len(ss))
+	var key, val []byte
+	for i, s := range ss {
+		s.mu.Lock()
+		if s.ext != nil {
+			written[i] = slices.Clone(s.ext.pending)
+		}
+		s.mu.Unlock()
+		for _, c := range written[i] {
+			p := db.partOf(c.mint)
+			key = appendChunkKey(key[:0], p, s.id, c.mint)
+			val = appendChunkValue(val[:0], c)
+			if err := b.Set(key, val, nil); err != nil {
+				return fmt.Errorf("batch chunk: %w", err)
+			}
+			db.parts.add(p)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("write chunks: %w", err)
+	}
+	for i, s := range ss {
+		s.mu.Lock()
+		if s.ext != nil {
+			for _, c := range written[i] {
+				if len(s.ext.pending) > 0 && s.ext.pending[0] == c {
+					s.ext.pending[0] = nil
+					s.ext.pending = s.ext.pending[1:]
+				}
+			}
+			if len(s.ext.pending) == 0 {
+				s.ext.pending = nil
+			}
+		}
+		s.mu.Unlock()
+		db.sealedChunks.Add(-int64(len(written[i])))
+	}
+	return nil
+}
+
+// chunkReader reads a series' chunks from one Pebble iterator.
+type chunkReader struct {
+	db  *DB
+	it  *pebble.Iterator
+	key []byte
+}
+
+func (db *DB) newChunkReader() (*chunkReader, error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{tagChunk}, UpperBound: []byte{tagChunk + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("chunk iterator: %w", err)
+	}
+	return &chunkReader{db: db, it: it}, nil
+}
+
+func (r *chunkReader) Close() error { return r.it.Close() }
+
+// read appends the chunks of id that overlap [mint, maxt], in time order,
+// with data copied (valid after the iterator moves).
+func (r *chunkReader) read(id uint64, mint, maxt int64, parts []int64, dst []*sealedChunk) ([]*sealedChunk, error) {
+	for _, p := range parts {
+		r.key = appendChunkKey(r.key[:0], p, id, minInt64)
+		for ok := r.it.SeekGE(r.key); ok; ok = r.it.Next() {
+			kp, kid, kmint, good := parseChunkKey(r.it.Key())
+			if !good || kp != p || kid != id || kmint > maxt {
+				break
+			}
+			v, err := r.it.ValueAndErr()
+			if err != nil {
+				return dst, fmt.Errorf("read chunk: %w", err)
+			}
+			c, err := decodeChunkValue(v, kmint)
+			if err != nil {
+				return dst, fmt.Errorf("chunk of series %d at %d: %w", id, kmint, err)
+			}
+			if c.maxt < mint {
+				continue
+			}
+			c.data = slices.Clone(c.data)
+			dst = append(dst, &c)
+		}
+	}
+	return dst, r.it.Error()
+}

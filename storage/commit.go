@@ -1,0 +1,185 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/weftdb/weft/storage/internal/record"
+	"github.com/weftdb/weft/storage/internal/wal"
+)
+
+func walFrame(rec []byte) []byte { return wal.AppendRecord(nil, rec) }
+
+// commitBuffers are reused between commits to keep Commit allocation-free in
+// the steady state.
+type commitBuffers struct {
+	rec, frame []byte
+	samples    []record.Sample
+	hists      []record.Histogram
+	exs        []record.Exemplar
+	sealed     []*memSeries
+}
+
+var commitPool = sync.Pool{New: func() any { return &commitBuffers{} }}
+
+// Commit logs the appended samples to the WAL, applies them to the head and
+// returns once the WAL batch is fsynced (group commit: concurrent commits
+// share one fsync). Samples that a concurrent commit made invalid since
+// Append (duplicates, window) are dropped and counted in Stats.
+func (a *appender) Commit() error {
+	if a.done {
+		return errors.New("appender already committed or rolled back")
+	}
+	a.done = true
+	db := a.db
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if len(a.floats)+len(a.hists)+len(a.exemplars)+len(a.metas) == 0 {
+		return nil
+	}
+	cb := commitPool.Get().(*commitBuffers)
+	defer commitPool.Put(cb)
+	frame := cb.frame[:0]
+	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
+	if len(a.floats) > 0 {
+		cb.samples = cb.samples[:0]
+		for _, p := range a.floats {
+			cb.samples = append(cb.samples, record.Sample{ID: p.s.id, ST: p.st, T: p.t, V: p.v})
+			mint, maxt = min(mint, p.t), max(maxt, p.t)
+		}
+		cb.rec = record.AppendSamples(cb.rec[:0], cb.samples)
+		frame = wal.AppendRecord(frame, cb.rec)
+	}
+	if len(a.hists) > 0 {
+		for _, float := range []bool{false, true} {
+			cb.hists = cb.hists[:0]
+			for _, p := range a.hists {
+				if (p.fh != nil) == float {
+					cb.hists = append(cb.hists, record.Histogram{ID: p.s.id, ST: p.st, T: p.t, H: p.h, FH: p.fh})
+					mint, maxt = min(mint, p.t), max(maxt, p.t)
+				}
+			}
+			if len(cb.hists) > 0 {
+				cb.rec = record.AppendHistograms(cb.rec[:0], cb.hists, float)
+				frame = wal.AppendRecord(frame, cb.rec)
+			}
+		}
+	}
+	if len(a.exemplars) > 0 {
+		cb.exs = cb.exs[:0]
+		for _, p := range a.exemplars {
+			cb.exs = append(cb.exs, record.Exemplar{ID: p.s.id, T: p.e.Ts, V: p.e.Value, HasTs: p.e.HasTs, Labels: p.e.Labels})
+		}
+		cb.rec = record.AppendExemplars(cb.rec[:0], cb.exs)
+		frame = wal.AppendRecord(frame, cb.rec)
+	}
+	if len(a.metas) > 0 {
+		var changed []record.Metadata
+		for _, m := range a.metas {
+			if db.meta.set(m.Metric, m.Meta) {
+				changed = append(changed, m)
+			}
+		}
+		if len(changed) > 0 {
+			cb.rec = record.AppendMetadata(cb.rec[:0], changed)
+			frame = wal.AppendRecord(frame, cb.rec)
+		}
+	}
+	cb.frame = frame
+	if len(frame) == 0 {
+		return nil
+	}
+
+	db.commitMu.RLock()
+	seq, err := db.wal.Log(frame)
+	if err != nil {
+		db.commitMu.RUnlock()
+		return fmt.Errorf("log commit: %w", err)
+	}
+	sealed, oooFull := a.apply(cb.sealed[:0])
+	db.commitMu.RUnlock()
+	cb.sealed = sealed
+	if maxt != math.MinInt64 {
+		db.observeTime(mint)
+		db.observeTime(maxt)
+	}
+
+	var werr error
+	if len(sealed) > 0 {
+		werr = db.writePending(sealed)
+	}
+	for _, s := range oooFull {
+		werr = errors.Join(werr, db.flushOOO(s))
+	}
+	if err := db.wal.Sync(seq); err != nil {
+		return fmt.Errorf("sync wal: %w", err)
+	}
+	if werr != nil {
+		// The samples are durable in the WAL; the chunks will be written again
+		// from the head at the next checkpoint or flush.
+		db.log.Warn("write_sealed_chunks_failed", "err", werr)
+	}
+	return nil
+}
+
+// apply adds the appender's samples and exemplars to the head. It returns the
+// series that sealed a chunk and those whose OOO buffer needs flushing.
+func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
+	db := a.db
+	var oooFull []*memSeries
+	var applied uint64
+	for _, p := range a.floats {
+		s := p.s
+		x := sample{st: p.st, t: p.t, v: p.v}
+		s.mu.Lock()
+		err := db.checkLocked(s, x, false)
+		if err == nil {
+			var didSeal, ooo bool
+			didSeal, ooo, err = db.appendLocked(s, x)
+			if didSeal {
+				sealed = append(sealed, s)
+			}
+			if ooo && len(s.ext.ooo) == oooFlushSamples {
+				oooFull = append(oooFull, s)
+			}
+		}
+		s.mu.Unlock()
+		if err == nil {
+			applied++
+		} else if !errors.Is(err, errSameSample) {
+			db.stats.reject(err)
+		}
+	}
+	for _, p := range a.hists {
+		s := p.s
+		x := sample{st: p.st, t: p.t, h: p.h, fh: p.fh}
+		s.mu.Lock()
+		err := db.checkLocked(s, x, false)
+		if err == nil {
+			var didSeal, ooo bool
+			didSeal, ooo, err = db.appendLocked(s, x)
+			if didSeal {
+				sealed = append(sealed, s)
+			}
+			if ooo && len(s.ext.ooo) == oooFlushSamples {
+				oooFull = append(oooFull, s)
+			}
+		}
+		s.mu.Unlock()
+		if err == nil {
+			applied++
+		} else if !errors.Is(err, errSameSample) {
+			db.stats.reject(err)
+		}
+	}
+	for _, p := range a.exemplars {
+		p.s.mu.Lock()
+		_ = db.addExemplarLocked(p.s, p.e)
+		p.s.mu.Unlock()
+	}
+	db.stats.appended.Add(applied)
+	return sealed, oooFull
+}

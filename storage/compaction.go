@@ -1,0 +1,207 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// compactSamplesPerChunk bounds a compacted per-series block: XOR chunks
+// count samples in 16 bits, and a day at 15 s is 5760 samples, so one block
+// per series and partition fits comfortably.
+const compactSamplesPerChunk = 1 << 15
+
+// compactedPrefix is 0x05 'c' | partition: marks a partition whose chunks
+// were merged; an out-of-order flush into it clears the mark.
+var compactedPrefix = []byte{tagMeta, 'c'}
+
+func compactedKey(p int64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, compactedPrefix...), orderedInt(p))
+}
+
+// Compact merges, in every partition older than the newest one, the short
+// chunks of each series into one long per-series block, and cleans
+// tombstones. Each series is rewritten in one Pebble batch (new block set,
+// short keys deleted) so queries see either the old or the new chunks.
+func (db *DB) Compact(ctx context.Context) error {
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if err := db.cleanTombstonesLocked(ctx); err != nil {
+		return fmt.Errorf("clean tombstones: %w", err)
+	}
+	head := db.partOf(db.maxT.Load())
+	for _, p := range db.parts.all() {
+		if p >= head {
+			break
+		}
+		if _, closer, err := db.pdb.Get(compactedKey(p)); err == nil {
+			closer.Close()
+			continue
+		}
+		if err := db.compactPartition(ctx, p); err != nil {
+			return fmt.Errorf("compact partition %d: %w", p, err)
+		}
+		if err := db.pdb.Set(compactedKey(p), nil, pebble.NoSync); err != nil {
+			return fmt.Errorf("mark compacted: %w", err)
+		}
+	}
+	db.stats.compactions.Add(1)
+	return nil
+}
+
+func (db *DB) compactPartition(ctx context.Context, p int64) error {
+	lo := appendChunkKey(nil, p, 0, minInt64)
+	hi := appendChunkKey(nil, p+1, 0, minInt64)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("partition iterator: %w", err)
+	}
+	var ids []uint64
+	var last uint64
+	count := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		_, id, _, good := parseChunkKey(it.Key())
+		if !good {
+			continue
+		}
+		if id != last || count == 0 {
+			if count > 1 {
+				ids = append(ids, last)
+			}
+			last, count = id, 0
+		}
+		count++
+	}
+	if count > 1 {
+		ids = append(ids, last)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := db.compactSeries(p, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactSeries merges the chunks of id in partition p under the series
+// lock (so no out-of-order flush interleaves).
+func (db *DB) compactSeries(p int64, id uint64) error {
+	if s := db.series.get(id); s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	r, err := db.newChunkReader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	chunks, err := r.read(id, minInt64, maxInt64, []int64{p}, nil)
+	if err != nil || len(chunks) < 2 {
+		return err
+	}
+	var all []sample
+	for _, c := range chunks {
+		all = chunkSamples(c.enc, c.data, all)
+	}
+	all = dedupeSorted(all)
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	var key, val []byte
+	for _, c := range chunks {
+		key = appendChunkKey(key[:0], p, id, c.mint)
+		if err := b.Delete(key, nil); err != nil {
+			return fmt.Errorf("batch delete chunk: %w", err)
+		}
+	}
+	for _, c := range db.encodeSamples(all, compactSamplesPerChunk) {
+		key = appendChunkKey(key[:0], p, id, c.mint)
+		val = appendChunkValue(val[:0], c)
+		if err := b.Set(key, val, nil); err != nil {
+			return fmt.Errorf("batch chunk: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("write block: %w", err)
+	}
+	return nil
+}
+
+// dedupeSorted sorts samples by time (stable) and keeps the first of equal
+// timestamps.
+func dedupeSorted(ss []sample) []sample {
+	sorted := true
+	for i := 1; i < len(ss); i++ {
+		if ss[i].t <= ss[i-1].t {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return ss
+	}
+	sortSamples(ss)
+	out := ss[:0]
+	for i, x := range ss {
+		if i > 0 && x.t == out[len(out)-1].t {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// ApplyRetention drops every partition that ends before the newest sample
+// minus Options.Retention: one DeleteRange over its chunk keys plus
+// index.DropPartitionsBefore. Retention is relative to the data, not the
+// wall clock, so a store that stops receiving data keeps its last window.
+func (db *DB) ApplyRetention(ctx context.Context) error {
+	if db.opts.Retention < 0 {
+		return nil
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	maxT := db.maxT.Load()
+	if maxT == minInt64 {
+		return nil
+	}
+	cutoff := maxT - db.opts.Retention.Milliseconds()
+	// Partition p is dropped when its last millisecond is before cutoff.
+	keep := db.partOf(cutoff)
+	dropped := db.parts.removeBefore(keep)
+	if len(dropped) == 0 {
+		return nil
+	}
+	lo := appendChunkKey(nil, dropped[0], 0, minInt64)
+	hi := appendChunkKey(nil, keep, 0, minInt64)
+	if err := db.pdb.DeleteRange(lo, hi, pebble.Sync); err != nil {
+		return fmt.Errorf("delete partitions: %w", err)
+	}
+	start := keep * db.partMs
+	if err := db.idx.DropPartitionsBefore(ctx, start); err != nil {
+		return fmt.Errorf("index drop partitions: %w", err)
+	}
+	for {
+		cur := db.minT.Load()
+		if cur >= start || db.minT.CompareAndSwap(cur, start) {
+			break
+		}
+	}
+	db.log.Info("retention_dropped_partitions", "count", len(dropped), "before_ms", start)
+	return nil
+}

@@ -1,0 +1,262 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/storage/internal/memindex"
+	"github.com/weftdb/weft/storage/internal/wal"
+)
+
+const (
+	minInt64 = math.MinInt64
+	maxInt64 = math.MaxInt64
+)
+
+// DB is weft's metric store: a head of open chunks behind a write-ahead log,
+// sealed chunks in Pebble, and a stream index. It implements Prometheus'
+// storage.Storage and storage.ExemplarQueryable.
+//
+// A DB is safe for concurrent use. Appenders and queriers it hands out are
+// each for one goroutine. Close stops every goroutine the DB started.
+type DB struct {
+	dir    string
+	opts   Options
+	log    *slog.Logger
+	partMs int64
+
+	oooWindow int64
+	futureMs  int64
+
+	pdb    *pebble.DB
+	idx    streamIndex
+	wal    *wal.WAL
+	series *seriesMap
+	parts  partitionSet
+	meta   metaStore
+	tombs  tombstones
+
+	// commitMu is held shared by every Commit across its WAL write and head
+	// apply, and exclusively by a checkpoint while it cuts the WAL segment,
+	// so that everything in older segments is in the head when it snapshots.
+	commitMu sync.RWMutex
+	// maintMu serialises Flush, checkpoints, compaction, retention and
+	// tombstone cleaning.
+	maintMu sync.Mutex
+
+	minT, maxT atomic.Int64 // bounds of appended samples (head and Pebble)
+
+	headChunks   atomic.Int64
+	sealedChunks atomic.Int64
+	stats        counters
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+var (
+	_ promstorage.Storage           = (*DB)(nil)
+	_ promstorage.ExemplarQueryable = (*DB)(nil)
+)
+
+// Open opens or creates the store in dir: Pebble in dir/pebble, the WAL in
+// dir/wal. It replays the WAL (truncating a torn tail of the last segment;
+// other damage fails with a *wal.CorruptionError naming segment and offset)
+// and starts the background loop unless opts.CheckpointInterval < 0.
+func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	db = &DB{
+		dir:       dir,
+		opts:      opts,
+		log:       opts.Logger,
+		partMs:    opts.PartitionDuration.Milliseconds(),
+		oooWindow: opts.OutOfOrderWindow.Milliseconds(),
+		futureMs:  opts.FutureWindow.Milliseconds(),
+		series:    newSeriesMap(),
+		stop:      make(chan struct{}),
+	}
+	db.minT.Store(maxInt64)
+	db.maxT.Store(minInt64)
+	db.meta.init()
+	db.tombs.init()
+	db.stats.init()
+	defer func() {
+		if err != nil {
+			db.closeResources()
+		}
+	}()
+	db.pdb, err = pebble.Open(filepath.Join(dir, "pebble"), &pebble.Options{
+		FS:     vfs.Default,
+		Logger: quietPebbleLogger{},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open pebble: %w", err)
+	}
+	db.idx = memindex.New(db.partMs)
+	if err := db.loadPartitions(); err != nil {
+		return nil, err
+	}
+	if err := db.loadTombstones(); err != nil {
+		return nil, err
+	}
+	if err := db.loadMetadata(); err != nil {
+		return nil, err
+	}
+	if err := db.initTimeBounds(); err != nil {
+		return nil, err
+	}
+	db.wal, err = wal.Open(filepath.Join(dir, "wal"), wal.Options{SegmentSize: opts.WALSegmentSize, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open wal: %w", err)
+	}
+	if err := db.replay(ctx); err != nil {
+		return nil, fmt.Errorf("replay wal: %w", err)
+	}
+	db.wal.Start()
+	if opts.CheckpointInterval > 0 {
+		db.wg.Add(1)
+		go db.backgroundLoop()
+	}
+	return db, nil
+}
+
+// quietPebbleLogger drops Pebble's informational logs; fatal stays fatal.
+type quietPebbleLogger struct{}
+
+func (quietPebbleLogger) Infof(string, ...any)  {}
+func (quietPebbleLogger) Errorf(string, ...any) {}
+func (quietPebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("BUG: pebble fatal: "+format, args...))
+}
+
+// initTimeBounds derives min/max time from the partitions on disk; the head
+// extends them during replay and appends.
+func (db *DB) initTimeBounds() error {
+	parts := db.parts.all()
+	if len(parts) == 0 {
+		return nil
+	}
+	r, err := db.newChunkReader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	lo := []byte{tagChunk}
+	if r.it.SeekGE(lo) {
+		if _, _, mint, ok := parseChunkKey(r.it.Key()); ok {
+			db.observeTime(mint)
+		}
+	}
+	if r.it.Last() {
+		if _, _, mint, ok := parseChunkKey(r.it.Key()); ok {
+			if v, err := r.it.ValueAndErr(); err == nil {
+				if c, err := decodeChunkValue(v, mint); err == nil {
+					db.observeTime(c.maxt)
+				}
+			}
+		}
+	}
+	return r.it.Error()
+}
+
+func (db *DB) observeTime(t int64) {
+	for {
+		cur := db.minT.Load()
+		if t >= cur || db.minT.CompareAndSwap(cur, t) {
+			break
+		}
+	}
+	for {
+		cur := db.maxT.Load()
+		if t <= cur || db.maxT.CompareAndSwap(cur, t) {
+			break
+		}
+	}
+}
+
+// StartTime returns the oldest sample timestamp, or math.MaxInt64 when empty.
+func (db *DB) StartTime() (int64, error) {
+	return db.minT.Load(), nil
+}
+
+func (db *DB) backgroundLoop() {
+	defer db.wg.Done()
+	cp := time.NewTicker(db.opts.CheckpointInterval)
+	defer cp.Stop()
+	comp := time.NewTicker(db.opts.CompactionInterval)
+	defer comp.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-db.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-cp.C:
+			if err := db.Checkpoint(ctx); err != nil && ctx.Err() == nil {
+				db.log.Error("wal_checkpoint_failed", "err", err)
+			}
+		case <-comp.C:
+			if err := db.Compact(ctx); err != nil && ctx.Err() == nil {
+				db.log.Error("compaction_failed", "err", err)
+			}
+			if err := db.ApplyRetention(ctx); err != nil && ctx.Err() == nil {
+				db.log.Error("retention_failed", "err", err)
+			}
+		}
+	}
+}
+
+// Close stops the background loop, writes sealed chunks, checkpoints the WAL
+// and closes everything. Open chunks stay in the head (and the WAL); call
+// Flush first to seal them. Close is idempotent.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() {
+		close(db.stop)
+		db.wg.Wait()
+		db.maintMu.Lock()
+		db.closed.Store(true)
+		db.maintMu.Unlock()
+		var ss []*memSeries
+		db.series.forEach(func(s *memSeries) { ss = append(ss, s) })
+		err = db.writePending(ss)
+		err = errors.Join(err, db.closeResources())
+	})
+	return err
+}
+
+func (db *DB) closeResources() error {
+	var err error
+	if db.wal != nil {
+		err = errors.Join(err, db.wal.Close())
+	}
+	if db.idx != nil {
+		err = errors.Join(err, db.idx.Close())
+	}
+	if db.pdb != nil {
+		err = errors.Join(err, db.pdb.Close())
+		db.pdb = nil
+	}
+	return err
+}

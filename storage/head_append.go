@@ -1,0 +1,350 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// errSameSample marks an idempotent duplicate: accepted, nothing to store.
+var errSameSample = errors.New("same sample")
+
+// chunkEncoding is the head encoding for a value type: XOR2 for floats and
+// the ST-capable histogram chunks, so start timestamps are kept per sample.
+func chunkEncoding(vt chunkenc.ValueType) chunkenc.Encoding {
+	return vt.ChunkEncoding(true, true)
+}
+
+func encValType(e chunkenc.Encoding) chunkenc.ValueType {
+	switch e {
+	case chunkenc.EncHistogram, chunkenc.EncHistogramST:
+		return chunkenc.ValHistogram
+	case chunkenc.EncFloatHistogram, chunkenc.EncFloatHistogramST:
+		return chunkenc.ValFloatHistogram
+	default:
+		return chunkenc.ValFloat
+	}
+}
+
+func sameFloat(a, b float64) bool {
+	if math.Float64bits(a) == math.Float64bits(b) {
+		return true
+	}
+	return math.IsNaN(a) && math.IsNaN(b) && value.IsStaleNaN(a) == value.IsStaleNaN(b)
+}
+
+func sameSample(a, b sample) bool {
+	switch {
+	case a.fh != nil || b.fh != nil:
+		return a.fh != nil && b.fh != nil && a.fh.Equals(b.fh)
+	case a.h != nil || b.h != nil:
+		return a.h != nil && b.h != nil && a.h.Equals(b.h)
+	default:
+		return sameFloat(a.v, b.v)
+	}
+}
+
+// partOf returns the partition of timestamp t.
+func (db *DB) partOf(t int64) int64 {
+	p := t / db.partMs
+	if t < 0 && t%db.partMs != 0 {
+		p--
+	}
+	return p
+}
+
+// checkLocked validates sample x against the series' committed state without
+// changing it: nil (in order or accepted out of order), errSameSample,
+// ErrDuplicateSample or ErrOutOfWindow.
+func (db *DB) checkLocked(s *memSeries, x sample, replay bool) error {
+	if s.lastT == math.MinInt64 || x.t > s.lastT {
+		return nil
+	}
+	if x.t == s.lastT {
+		last := sample{t: s.lastT, v: s.lastV}
+		if s.ext != nil {
+			last.h, last.fh = s.ext.lastH, s.ext.lastFH
+		}
+		if sameSample(last, x) {
+			return errSameSample
+		}
+		if replay {
+			return errSameSample
+		}
+		return ErrDuplicateSample
+	}
+	if !replay && x.t < s.lastT-db.oooWindow {
+		return ErrOutOfWindow
+	}
+	if old, ok := s.lookupLocked(x.t); ok {
+		if replay || sameSample(old, x) {
+			return errSameSample
+		}
+		return ErrDuplicateSample
+	}
+	return nil
+}
+
+// lookupLocked finds the head sample at t (open chunk, pending chunks, OOO buffer).
+func (s *memSeries) lookupLocked(t int64) (sample, bool) {
+	if s.ext != nil {
+		o := s.ext.ooo
+		i := sort.Search(len(o), func(i int) bool { return o[i].t >= t })
+		if i < len(o) && o[i].t == t {
+			return o[i], true
+		}
+		for _, pc := range s.ext.pending {
+			if t >= pc.mint && t <= pc.maxt {
+				if x, ok := findInChunk(pc.enc, pc.data, t); ok {
+					return x, true
+				}
+			}
+		}
+	}
+	if s.chunk != nil && t >= s.cmint {
+		return findInChunk(s.chunk.Encoding(), s.chunk.Bytes(), t)
+	}
+	return sample{}, false
+}
+
+func findInChunk(enc chunkenc.Encoding, data []byte, t int64) (sample, bool) {
+	c, err := chunkenc.FromData(enc, data)
+	if err != nil {
+		return sample{}, false
+	}
+	it := c.Iterator(nil)
+	if it.Seek(t) == chunkenc.ValNone || it.AtT() != t {
+		return sample{}, false
+	}
+	return atSample(it, it.Seek(t)), true
+}
+
+// atSample copies the iterator's current sample.
+func atSample(it chunkenc.Iterator, vt chunkenc.ValueType) sample {
+	x := sample{t: it.AtT(), st: it.AtST()}
+	switch vt {
+	case chunkenc.ValFloat:
+		_, x.v = it.At()
+	case chunkenc.ValHistogram:
+		_, x.h = it.AtHistogram(nil)
+	case chunkenc.ValFloatHistogram:
+		_, x.fh = it.AtFloatHistogram(nil)
+	}
+	return x
+}
+
+// appendLocked adds a validated sample to the head. It returns whether a
+// chunk was sealed (the caller then writes pending chunks to Pebble) and
+// whether the sample went to the out-of-order buffer.
+func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error) {
+	if s.lastT != math.MinInt64 && x.t <= s.lastT {
+		e := s.extOrNew()
+		i := sort.Search(len(e.ooo), func(i int) bool { return e.ooo[i].t >= x.t })
+		if i < len(e.ooo) && e.ooo[i].t == x.t {
+			e.ooo[i] = x
+		} else {
+			e.ooo = append(e.ooo, sample{})
+			copy(e.ooo[i+1:], e.ooo[i:])
+			e.ooo[i] = x
+		}
+		if db.partOf(x.t) != db.partOf(s.lastT) {
+			db.idx.Touch(s.id, x.t)
+		}
+		return false, true, nil
+	}
+	vt := x.valType()
+	if s.chunk != nil && db.mustCut(s, vt, x.t) {
+		db.sealLocked(s)
+		sealed = true
+	}
+	if s.lastT == math.MinInt64 || db.partOf(x.t) != db.partOf(s.lastT) {
+		db.idx.Touch(s.id, x.t)
+	}
+	if s.chunk == nil {
+		c, err := chunkenc.NewEmptyChunk(chunkEncoding(vt))
+		if err != nil {
+			return sealed, false, fmt.Errorf("new chunk: %w", err)
+		}
+		app, err := c.Appender()
+		if err != nil {
+			return sealed, false, fmt.Errorf("chunk appender: %w", err)
+		}
+		s.chunk, s.app, s.cmint = c, app, x.t
+		db.headChunks.Add(1)
+	}
+	switch vt {
+	case chunkenc.ValFloat:
+		s.app.Append(x.st, x.t, x.v)
+		s.lastV = x.v
+		if s.ext != nil {
+			s.ext.lastH, s.ext.lastFH = nil, nil
+		}
+	case chunkenc.ValHistogram, chunkenc.ValFloatHistogram:
+		var (
+			c        chunkenc.Chunk
+			recoded  bool
+			app      chunkenc.Appender
+			herr     error
+		)
+		if vt == chunkenc.ValHistogram {
+			c, recoded, app, herr = s.app.AppendHistogram(nil, x.st, x.t, x.h, false)
+		} else {
+			c, recoded, app, herr = s.app.AppendFloatHistogram(nil, x.st, x.t, x.fh, false)
+		}
+		if herr != nil {
+			return sealed, false, fmt.Errorf("append histogram: %w", herr)
+		}
+		if c != nil {
+			if recoded {
+				s.chunk = c
+			} else {
+				// The sample did not fit (counter reset, layout change): the
+				// old chunk is complete, c holds just the new sample.
+				db.sealLocked(s)
+				sealed = true
+				s.chunk, s.cmint = c, x.t
+				db.headChunks.Add(1)
+			}
+		}
+		s.app = app
+		e := s.extOrNew()
+		e.lastH, e.lastFH = x.h, x.fh
+		s.lastV = 0
+	}
+	s.lastT = x.t
+	return sealed, false, nil
+}
+
+func (db *DB) mustCut(s *memSeries, vt chunkenc.ValueType, t int64) bool {
+	if encValType(s.chunk.Encoding()) != vt {
+		return true
+	}
+	if db.partOf(t) != db.partOf(s.cmint) {
+		return true
+	}
+	n := s.chunk.NumSamples()
+	if n >= db.opts.SamplesPerChunk {
+		return true
+	}
+	if vt == chunkenc.ValFloat {
+		return len(s.chunk.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend
+	}
+	return n >= chunkenc.MinSamplesPerHistogramChunk && len(s.chunk.Bytes()) >= chunkenc.TargetBytesPerHistogramChunk
+}
+
+// sealLocked closes the open chunk into ext.pending, merging in buffered
+// out-of-order samples that fall inside its range.
+func (db *DB) sealLocked(s *memSeries) {
+	if s.chunk == nil {
+		return
+	}
+	s.chunk.Compact()
+	sc := &sealedChunk{mint: s.cmint, maxt: s.lastT, enc: s.chunk.Encoding(), n: s.chunk.NumSamples(), data: s.chunk.Bytes()}
+	s.chunk, s.app = nil, nil
+	db.headChunks.Add(-1)
+	e := s.extOrNew()
+	out := []*sealedChunk{sc}
+	if k := sort.Search(len(e.ooo), func(i int) bool { return e.ooo[i].t >= sc.mint }); k < len(e.ooo) {
+		merged := mergeSamples(chunkSamples(sc.enc, sc.data, nil), e.ooo[k:])
+		e.ooo = e.ooo[:k]
+		out = db.encodeSamples(merged, db.opts.SamplesPerChunk)
+	}
+	e.pending = append(e.pending, out...)
+	db.sealedChunks.Add(int64(len(out)))
+}
+
+// chunkSamples decodes all samples of a chunk, appending to dst.
+func chunkSamples(enc chunkenc.Encoding, data []byte, dst []sample) []sample {
+	c, err := chunkenc.FromData(enc, data)
+	if err != nil {
+		return dst
+	}
+	it := c.Iterator(nil)
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		dst = append(dst, atSample(it, vt))
+	}
+	return dst
+}
+
+// mergeSamples merges two sorted sample lists; on equal timestamps b wins.
+func mergeSamples(a, b []sample) []sample {
+	out := make([]sample, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || (i < len(a) && a[i].t < b[j].t):
+			out = append(out, a[i])
+			i++
+		case i >= len(a) || b[j].t < a[i].t:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, b[j])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// encodeSamples encodes sorted samples into chunks of at most perChunk
+// samples, cutting on value type and partition changes.
+func (db *DB) encodeSamples(ss []sample, perChunk int) []*sealedChunk {
+	var (
+		out []*sealedChunk
+		c   chunkenc.Chunk
+		app chunkenc.Appender
+		cur *sealedChunk
+	)
+	finish := func() {
+		if c != nil {
+			c.Compact()
+			cur.enc, cur.n, cur.data = c.Encoding(), c.NumSamples(), c.Bytes()
+			out = append(out, cur)
+			c = nil
+		}
+	}
+	for _, x := range ss {
+		vt := x.valType()
+		if c != nil && (encValType(c.Encoding()) != vt || c.NumSamples() >= perChunk || db.partOf(x.t) != db.partOf(cur.mint) ||
+			(perChunk <= db.opts.SamplesPerChunk && vt == chunkenc.ValFloat && len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend)) {
+			finish()
+		}
+		if c == nil {
+			c, _ = chunkenc.NewEmptyChunk(chunkEncoding(vt))
+			app, _ = c.Appender()
+			cur = &sealedChunk{mint: x.t}
+		}
+		switch vt {
+		case chunkenc.ValFloat:
+			app.Append(x.st, x.t, x.v)
+		case chunkenc.ValHistogram, chunkenc.ValFloatHistogram:
+			var nc chunkenc.Chunk
+			var recoded bool
+			var err error
+			if vt == chunkenc.ValHistogram {
+				nc, recoded, app, err = app.AppendHistogram(nil, x.st, x.t, x.h, false)
+			} else {
+				nc, recoded, app, err = app.AppendFloatHistogram(nil, x.st, x.t, x.fh, false)
+			}
+			if err != nil {
+				continue
+			}
+			if nc != nil {
+				if recoded {
+					c = nc
+				} else {
+					finish()
+					c, cur = nc, &sealedChunk{mint: x.t}
+				}
+			}
+		}
+		cur.maxt = x.t
+	}
+	finish()
+	return out
+}

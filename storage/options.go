@@ -1,0 +1,112 @@
+package storage
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Tuning constants; each says why it has its value.
+const (
+	// defaultSamplesPerChunk matches Prometheus: a Gorilla chunk amortises its
+	// header over ~120 samples (30 min at 15 s) and stays under ~1 KiB.
+	defaultSamplesPerChunk = 120
+	// maxChunkBytes cuts a chunk early when values compress badly, keeping the
+	// copy a query makes of an open chunk small.
+	maxChunkBytes = 1024
+	// oooFlushSamples is how many out-of-order samples a series buffers before
+	// the next commit merges them into Pebble; late pushes are bursts of a few.
+	oooFlushSamples = 64
+)
+
+// Options configure a DB. Zero fields are replaced by DefaultOptions' values
+// except where noted.
+type Options struct {
+	// Retention drops whole partitions whose newest possible sample is older
+	// than the newest sample in the store minus Retention. Default 30 days;
+	// negative disables retention.
+	Retention time.Duration
+	// OutOfOrderWindow accepts samples older than a series' newest sample by
+	// at most this much. Default 10 minutes; negative means in-order only.
+	OutOfOrderWindow time.Duration
+	// FutureWindow rejects samples more than this far past the wall clock
+	// (ErrTooFarInFuture). Default 1 hour; negative disables the check.
+	FutureWindow time.Duration
+	// PartitionDuration is the width of a time partition (chunk keys and
+	// retention unit). Default 24h. Must not change for an existing store.
+	PartitionDuration time.Duration
+	// SamplesPerChunk seals an open chunk once it holds this many samples.
+	// Default 120.
+	SamplesPerChunk int
+	// MaxExemplarsPerSeries bounds the per-series exemplar ring. Default 16;
+	// negative disables exemplar storage.
+	MaxExemplarsPerSeries int
+	// WALSegmentSize starts a new WAL segment after this many bytes. Default 64 MiB.
+	WALSegmentSize int64
+	// CheckpointInterval is how often the background loop checkpoints the WAL
+	// (seals nothing, writes head state into the checkpoint). Default 10m;
+	// negative disables the background loop entirely (tests, tools).
+	CheckpointInterval time.Duration
+	// CompactionInterval is how often the background loop merges short chunks,
+	// flushes out-of-order buffers and applies retention. Default 5m.
+	CompactionInterval time.Duration
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// Now returns the wall clock; nil means time.Now. Tests inject it.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		Retention:             30 * 24 * time.Hour,
+		OutOfOrderWindow:      10 * time.Minute,
+		FutureWindow:          time.Hour,
+		PartitionDuration:     24 * time.Hour,
+		SamplesPerChunk:       defaultSamplesPerChunk,
+		MaxExemplarsPerSeries: 16,
+		WALSegmentSize:        64 << 20,
+		CheckpointInterval:    10 * time.Minute,
+		CompactionInterval:    5 * time.Minute,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Retention == 0 {
+		o.Retention = d.Retention
+	}
+	if o.OutOfOrderWindow == 0 {
+		o.OutOfOrderWindow = d.OutOfOrderWindow
+	}
+	if o.OutOfOrderWindow < 0 {
+		o.OutOfOrderWindow = 0
+	}
+	if o.FutureWindow == 0 {
+		o.FutureWindow = d.FutureWindow
+	}
+	if o.PartitionDuration <= 0 {
+		o.PartitionDuration = d.PartitionDuration
+	}
+	if o.SamplesPerChunk <= 0 {
+		o.SamplesPerChunk = d.SamplesPerChunk
+	}
+	if o.MaxExemplarsPerSeries == 0 {
+		o.MaxExemplarsPerSeries = d.MaxExemplarsPerSeries
+	}
+	if o.WALSegmentSize <= 0 {
+		o.WALSegmentSize = d.WALSegmentSize
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = d.CheckpointInterval
+	}
+	if o.CompactionInterval == 0 {
+		o.CompactionInterval = d.CompactionInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

@@ -185,10 +185,10 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		}
 	case chunkenc.ValHistogram, chunkenc.ValFloatHistogram:
 		var (
-			c        chunkenc.Chunk
-			recoded  bool
-			app      chunkenc.Appender
-			herr     error
+			c       chunkenc.Chunk
+			recoded bool
+			app     chunkenc.Appender
+			herr    error
 		)
 		if vt == chunkenc.ValHistogram {
 			c, recoded, app, herr = s.app.AppendHistogram(nil, x.st, x.t, x.h, false)

@@ -30,7 +30,7 @@ type memSeries struct {
 type seriesExt struct {
 	lastH   *histogram.Histogram
 	lastFH  *histogram.FloatHistogram
-	ooo     []sample      // sorted by t, all < lastT
+	ooo     []sample       // sorted by t, all < lastT
 	pending []*sealedChunk // sealed, not yet written to Pebble (ascending mint)
 	ex      []exemplar.Exemplar
 	exNext  int // ring write position once ex is full

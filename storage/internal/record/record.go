@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
-	"github.com/prometheus/common/model"
 )
 
 // Type is the first byte of every record.

@@ -30,7 +30,7 @@ const (
 	MaxRecordSize = 256 << 20
 	// writeBufferSize is the user-space buffer in front of the segment file;
 	// a commit of 1000 samples is ~20 KiB, so several fit before a write(2).
-	writeBufferSize = 256 << 10
+	writeBufferSize  = 256 << 10
 	checkpointPrefix = "checkpoint."
 )
 
@@ -70,15 +70,15 @@ type WAL struct {
 	opts Options
 	log  *slog.Logger
 
-	rotMu sync.RWMutex // held for writing while a segment is switched; the syncer holds it for reading
-	mu    sync.Mutex   // guards the fields below
-	f     *os.File
-	bw    *bufio.Writer
-	segN  int
-	size  int64 // bytes in the current segment
-	total int64 // bytes in all live segments
-	seq   uint64
-	err   error
+	rotMu  sync.RWMutex // held for writing while a segment is switched; the syncer holds it for reading
+	mu     sync.Mutex   // guards the fields below
+	f      *os.File
+	bw     *bufio.Writer
+	segN   int
+	size   int64 // bytes in the current segment
+	total  int64 // bytes in all live segments
+	seq    uint64
+	err    error
 	closed bool
 
 	syncMu sync.Mutex

@@ -1,0 +1,293 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Endpoints are a target's write URLs, one per protocol; an empty URL means
+// the target does not speak that protocol.
+type Endpoints struct {
+	RW   string // remote write 1.0 and 2.0
+	OTLP string // OTLP/HTTP protobuf metrics
+}
+
+// SendStats summarises one replay phase.
+type SendStats struct {
+	Requests        int
+	AcceptedSamples int
+	// Rejections counts non-2xx responses (each retry counts again).
+	Rejections       int
+	RejectedSamples  int // samples of requests given up on
+	LastError        string
+	Latencies        []time.Duration
+	Wall             time.Duration
+	MaxLag           time.Duration // behind the pacer's schedule, paced phases only
+	Remaining        int           // payloads not sent when the phase ended
+	OfferedPerSecond float64       // 0 when unpaced
+}
+
+// SamplesPerSecond is the accepted sample rate over the phase's wall time.
+func (s SendStats) SamplesPerSecond() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.AcceptedSamples) / s.Wall.Seconds()
+}
+
+func (s *SendStats) merge(o SendStats) {
+	s.Requests += o.Requests
+	s.AcceptedSamples += o.AcceptedSamples
+	s.Rejections += o.Rejections
+	s.RejectedSamples += o.RejectedSamples
+	if o.LastError != "" {
+		s.LastError = o.LastError
+	}
+	s.Latencies = append(s.Latencies, o.Latencies...)
+	s.Wall += o.Wall
+	s.MaxLag = max(s.MaxLag, o.MaxLag)
+}
+
+// Replayer sends one segment's payloads, lane by lane in order. Its methods
+// are not safe for concurrent use; one Replayer belongs to one target.
+type Replayer struct {
+	client *http.Client
+	url    string
+	proto  Protocol
+	lanes  [][]*Payload
+	pos    []int
+	// MaxRetries bounds the retries of one request on 429 and 5xx.
+	MaxRetries int
+}
+
+// NewReplayer prepares seg for sending to url.
+func NewReplayer(client *http.Client, url string, seg *SegmentData, workers int) *Replayer {
+	r := &Replayer{client: client, url: url, proto: seg.Protocol, lanes: make([][]*Payload, workers), pos: make([]int, workers), MaxRetries: 5}
+	for i := range seg.Payloads {
+		p := &seg.Payloads[i]
+		r.lanes[p.Lane%workers] = append(r.lanes[p.Lane%workers], p)
+	}
+	return r
+}
+
+// Left is the number of payloads not yet sent.
+func (r *Replayer) Left() int {
+	n := 0
+	for i, l := range r.lanes {
+		n += len(l) - r.pos[i]
+	}
+	return n
+}
+
+// pacer hands out send times at a fixed sample rate. Safe for concurrent use.
+type pacer struct {
+	mu   sync.Mutex
+	next time.Time
+	rate float64 // samples per second
+}
+
+func (p *pacer) reserve(samples int) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.next
+	p.next = p.next.Add(time.Duration(float64(samples) / p.rate * float64(time.Second)))
+	return t
+}
+
+// Run sends payloads until all are sent, ctx ends, or (when until is not
+// zero) until passes. With rate > 0 sends are paced to rate samples/s over
+// all lanes and MaxLag reports how far sends fell behind the schedule.
+func (r *Replayer) Run(ctx context.Context, rate float64, until time.Time) SendStats {
+	var (
+		mu  sync.Mutex
+		tot = SendStats{OfferedPerSecond: rate}
+		wg  sync.WaitGroup
+	)
+	began := time.Now()
+	var pc *pacer
+	if rate > 0 {
+		pc = &pacer{next: began, rate: rate}
+	}
+	for lane := range r.lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st SendStats
+			for r.pos[lane] < len(r.lanes[lane]) && ctx.Err() == nil {
+				p := r.lanes[lane][r.pos[lane]]
+				if pc != nil {
+					at := pc.reserve(p.Samples)
+					if !until.IsZero() && at.After(until) {
+						break
+					}
+					if d := time.Until(at); d > 0 {
+						select {
+						case <-time.After(d):
+						case <-ctx.Done():
+						}
+					} else {
+						st.MaxLag = max(st.MaxLag, -d)
+					}
+				} else if !until.IsZero() && time.Now().After(until) {
+					break
+				}
+				r.send(ctx, p, &st)
+				r.pos[lane]++
+			}
+			mu.Lock()
+			tot.merge(st)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	tot.Wall = time.Since(began)
+	tot.Remaining = r.Left()
+	return tot
+}
+
+// send posts p, retrying 429 and 5xx with a short backoff.
+func (r *Replayer) send(ctx context.Context, p *Payload, st *SendStats) {
+	backoff := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		t0 := time.Now()
+		code, msg, err := r.post(ctx, p)
+		st.Latencies = append(st.Latencies, time.Since(t0))
+		st.Requests++
+		if err == nil && code/100 == 2 {
+			st.AcceptedSamples += p.Samples
+			return
+		}
+		st.Rejections++
+		if err != nil {
+			st.LastError = err.Error()
+		} else {
+			st.LastError = fmt.Sprintf("HTTP %d: %s", code, msg)
+		}
+		retryable := err != nil || code == http.StatusTooManyRequests || code >= 500
+		if !retryable || attempt >= r.MaxRetries || ctx.Err() != nil {
+			st.RejectedSamples += p.Samples
+			return
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff *= 2
+	}
+}
+
+func (r *Replayer) post(ctx context.Context, p *Payload) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(p.Body))
+	if err != nil {
+		return 0, "", fmt.Errorf("new request: %w", err)
+	}
+	switch p.Protocol {
+	case RW1:
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("Content-Encoding", "snappy")
+		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	case RW2:
+		req.Header.Set("Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request")
+		req.Header.Set("Content-Encoding", "snappy")
+		req.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
+	case OTLP:
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	req.Header.Set("User-Agent", "weft-bench")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, "", fmt.Errorf("post: %w", err)
+	}
+	defer resp.Body.Close()
+	var msg []byte
+	if resp.StatusCode/100 != 2 {
+		msg, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(msg)), nil
+}
+
+// StepOptions bound the search for the maximum sustainable ingest rate.
+type StepOptions struct {
+	StartRate    float64       // samples/s of the first step
+	Factor       float64       // rate multiplier between steps
+	StepDuration time.Duration // length of one step
+	MaxSteps     int
+	// MaxLag is how far sends may fall behind the schedule before the step
+	// counts as not sustained (lag growing means the target cannot keep up).
+	MaxLag time.Duration
+}
+
+// DefaultStepOptions suit the small scale on a few cores.
+func DefaultStepOptions() StepOptions {
+	return StepOptions{StartRate: 25_000, Factor: 1.6, StepDuration: 3 * time.Second, MaxSteps: 12, MaxLag: 500 * time.Millisecond}
+}
+
+// StepResult is one offered rate and what the target did with it.
+type StepResult struct {
+	Offered   float64 `json:"offered_samples_per_s"`
+	Achieved  float64 `json:"achieved_samples_per_s"`
+	MaxLagS   float64 `json:"max_lag_s"`
+	Rejection int     `json:"rejections"`
+	Sustained bool    `json:"sustained"`
+}
+
+// MaxRate is the result of the rate search.
+type MaxRate struct {
+	// Max is the highest offered rate that was sustained (no rejections, lag
+	// bounded). Saturated says a higher step failed; when false the workload
+	// ran out first and Max is a lower bound.
+	Max       float64
+	Saturated bool
+	Steps     []StepResult
+	// Total covers the stepped phase and the unpaced drain that delivers the
+	// rest of the segment, so every target ends with the same data.
+	Total SendStats
+}
+
+// FindMaxRate steps the offered rate up until a step is not sustained or the
+// segment runs out, then sends what is left unpaced.
+func (r *Replayer) FindMaxRate(ctx context.Context, so StepOptions) MaxRate {
+	var res MaxRate
+	rate := so.StartRate
+	for i := 0; i < so.MaxSteps && r.Left() > 0 && ctx.Err() == nil; i++ {
+		st := r.Run(ctx, rate, time.Now().Add(so.StepDuration))
+		res.Total.merge(st)
+		sr := StepResult{Offered: rate, Achieved: st.SamplesPerSecond(), MaxLagS: st.MaxLag.Seconds(), Rejection: st.Rejections}
+		// A step that ran out of payloads early has nothing to say about lag.
+		sr.Sustained = st.Rejections == 0 && st.MaxLag <= so.MaxLag
+		res.Steps = append(res.Steps, sr)
+		if !sr.Sustained {
+			res.Saturated = true
+			break
+		}
+		if st.Remaining > 0 || st.Wall >= so.StepDuration/2 {
+			res.Max = rate
+		}
+		rate *= so.Factor
+	}
+	if r.Left() > 0 {
+		res.Total.merge(r.Run(ctx, 0, time.Time{}))
+	}
+	return res
+}
+
+// Percentile returns the q-quantile (0..1) of ds by nearest rank.
+func Percentile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s)) + 0.5)
+	i = min(max(i-1, 0), len(s)-1)
+	return s[i]
+}

@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// metricRow is one line of the markdown report.
+type metricRow struct {
+	name string
+	// lowerIsBetter tells how to read the weft/peer ratio.
+	lowerIsBetter bool
+	get           func(SystemResult) (float64, bool)
+}
+
+var reportRows = []metricRow{
+	{"max ingest (samples/s, RW1)", false, func(r SystemResult) (float64, bool) { return r.MaxIngestSamplesPerS, r.MaxIngestSamplesPerS > 0 }},
+	{"RSS bytes / active series", true, func(r SystemResult) (float64, bool) { return r.RSSBytesPerActiveSeries, r.RSSBytesPerActiveSeries > 0 }},
+	{"CPU s / 1M samples", true, func(r SystemResult) (float64, bool) { return r.CPUSecondsPerMillion, r.CPUSecondsPerMillion > 0 }},
+	{"disk bytes / sample", true, func(r SystemResult) (float64, bool) { return r.DiskBytesPerSample, r.DiskBytesPerSample > 0 }},
+	{"query p50 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP50S, r.QueryP50S > 0 }},
+	{"query p99 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP99S, r.QueryP99S > 0 }},
+	{"RW1 write p99 (s)", true, protoGet(RW1, func(p ProtocolResult) float64 { return p.WriteP99S })},
+	{"RW2 unpaced (samples/s)", false, protoGet(RW2, func(p ProtocolResult) float64 { return p.SamplesPerS })},
+	{"OTLP unpaced (samples/s)", false, protoGet(OTLP, func(p ProtocolResult) float64 { return p.SamplesPerS })},
+	{"spike absorb (s)", true, func(r SystemResult) (float64, bool) {
+		if r.Spike == nil {
+			return 0, false
+		}
+		return r.Spike.AbsorbS, true
+	}},
+	{"spike visible (s)", true, func(r SystemResult) (float64, bool) {
+		if r.Spike == nil || r.Spike.VisibleS < 0 {
+			return 0, false
+		}
+		return r.Spike.VisibleS, true
+	}},
+}
+
+func protoGet(p Protocol, f func(ProtocolResult) float64) func(SystemResult) (float64, bool) {
+	return func(r SystemResult) (float64, bool) {
+		for _, pr := range r.Protocols {
+			if pr.Protocol == p && pr.AcceptedSamples > 0 {
+				return f(pr), true
+			}
+		}
+		return 0, false
+	}
+}
+
+// Markdown renders the results as a table of absolute figures with weft/peer
+// ratios, followed by rejections, errors and query answer differences.
+func Markdown(w *Workload, results []SystemResult, reference string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workload: %d active series (%d nodes x %d GPUs, %d vLLM replicas), churn %d series/min, scrape %s, %d samples sent per system, spike %d series, seed %d\n\n",
+		w.ActiveSeries, w.Nodes, GPUsPerNode, w.Replicas, w.Opts.ChurnPerMinute, w.Opts.ScrapeInterval, w.TotalSamples(), w.SpikeSeries, w.Opts.Seed)
+	weft := -1
+	for i, r := range results {
+		if r.System == "weft" && r.Error == "" {
+			weft = i
+		}
+	}
+	b.WriteString("| metric |")
+	for _, r := range results {
+		fmt.Fprintf(&b, " %s |", r.System)
+	}
+	if weft >= 0 {
+		for _, r := range results {
+			if r.System != "weft" {
+				fmt.Fprintf(&b, " weft/%s |", r.System)
+			}
+		}
+	}
+	b.WriteString("\n|---|")
+	for range results {
+		b.WriteString("---:|")
+	}
+	if weft >= 0 {
+		for range len(results) - 1 {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, row := range reportRows {
+		fmt.Fprintf(&b, "| %s |", row.name)
+		for _, r := range results {
+			v, ok := row.get(r)
+			switch {
+			case r.Error != "":
+				b.WriteString(" error |")
+			case !ok:
+				b.WriteString(" – |")
+			case row.name == reportRows[0].name && r.MaxIngestBound:
+				fmt.Fprintf(&b, " ≥%s |", num(v))
+			default:
+				fmt.Fprintf(&b, " %s |", num(v))
+			}
+		}
+		if weft >= 0 {
+			wv, wok := row.get(results[weft])
+			for _, r := range results {
+				if r.System == "weft" {
+					continue
+				}
+				pv, pok := row.get(r)
+				if !wok || !pok || pv == 0 || r.Error != "" {
+					b.WriteString(" – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.2f |", wv/pv)
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(&b, "- **%s failed**: %s\n", r.System, r.Error)
+			continue
+		}
+		rej := 0
+		var lastErr []string
+		for _, p := range r.Protocols {
+			rej += p.Rejections
+			if p.LastError != "" {
+				lastErr = append(lastErr, fmt.Sprintf("%s: %s", p.Protocol, trunc(p.LastError, 160)))
+			}
+		}
+		fmt.Fprintf(&b, "- %s: accepted %d of %d samples, %d rejections, graceful stop %v, disk %s, peak RSS %s",
+			r.System, r.SamplesAccepted, r.SamplesSent, rej, r.GracefulStop, bytesH(r.DiskBytes), bytesH(r.PeakRSSBytes))
+		if r.Spike != nil && r.Spike.Rejections > 0 {
+			fmt.Fprintf(&b, ", spike rejections %d", r.Spike.Rejections)
+		}
+		if len(lastErr) > 0 {
+			fmt.Fprintf(&b, "; last errors: %s", strings.Join(lastErr, "; "))
+		}
+		b.WriteString("\n")
+		for _, q := range r.Queries {
+			if q.Error != "" {
+				fmt.Fprintf(&b, "  - query %s failed: %s\n", q.Name, trunc(q.Error, 200))
+			}
+		}
+	}
+	if reference != "" {
+		fmt.Fprintf(&b, "\nquery answers compared with %s (relative tolerance %g):\n", reference, RelTolerance)
+		same := true
+		for _, r := range results {
+			for _, q := range r.Queries {
+				if len(q.Diffs) > 0 {
+					same = false
+					fmt.Fprintf(&b, "- %s / %s: %s\n", r.System, q.Name, strings.Join(q.Diffs, "; "))
+				}
+			}
+		}
+		if same {
+			b.WriteString("- every system returned the same answers\n")
+		}
+	}
+	return b.String()
+}
+
+func trunc(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.4f", v)
+	}
+}
+
+func bytesH(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+}
+
+// WriteJSON writes results to dir/<timestamp>.json and returns the path.
+func WriteJSON(dir string, results []SystemResult, now time.Time) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create results dir: %w", err)
+	}
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode results: %w", err)
+	}
+	path := filepath.Join(dir, now.UTC().Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write results: %w", err)
+	}
+	return path, nil
+}

@@ -22,13 +22,13 @@ var SeriesPerReplica = (len(e2eBuckets) + 3) + (len(ttftBuckets) + 3) + 6
 
 // histo is a classic cumulative histogram with a lognormal latency model.
 type histo struct {
-	bounds        []float64
-	mu, sigma     float64 // of ln(latency)
-	counts        []float64
-	sum, count    float64
-	buckets       []*series // one per bound, then +Inf
-	sumS, countS  *series
-	family        string
+	bounds       []float64
+	mu, sigma    float64 // of ln(latency)
+	counts       []float64
+	sum, count   float64
+	buckets      []*series // one per bound, then +Inf
+	sumS, countS *series
+	family       string
 }
 
 func newHisto(family string, bounds []float64, mu, sigma float64, ls []prompb.Label, g *generator) *histo {

@@ -62,11 +62,11 @@ type SpikeResult struct {
 
 // QueryResult is one suite query's latency and answer on a target.
 type QueryResult struct {
-	Name   string   `json:"name"`
-	P50S   float64  `json:"p50_s"`
-	P99S   float64  `json:"p99_s"`
-	Error  string   `json:"error,omitempty"`
-	Diffs  []string `json:"diffs,omitempty"` // against the reference system
+	Name      string   `json:"name"`
+	P50S      float64  `json:"p50_s"`
+	P99S      float64  `json:"p99_s"`
+	Error     string   `json:"error,omitempty"`
+	Diffs     []string `json:"diffs,omitempty"` // against the reference system
 	answer    *Result
 	latencies []time.Duration
 }

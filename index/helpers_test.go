@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,27 +19,65 @@ const (
 // index's merger; it is closed at cleanup.
 func openTestDB(tb testing.TB, dir string) *pebble.DB {
 	tb.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{Merger: Merger()})
+	db, err := pebble.Open(dir, &pebble.Options{Merger: Merger(), Logger: quietLogger{}})
 	if err != nil {
 		tb.Fatalf("open pebble: %v", err)
 	}
 	return db
 }
 
+// testEnv is an index over a database in a temporary directory; both are
+// closed at cleanup, whichever reopen left current.
+type testEnv struct {
+	tb   testing.TB
+	dir  string
+	opts Options
+	db   *pebble.DB
+	ix   *Index
+}
+
+func newTestEnv(tb testing.TB, opts Options) *testEnv {
+	tb.Helper()
+	e := &testEnv{tb: tb, dir: tb.TempDir(), opts: opts}
+	e.open()
+	tb.Cleanup(func() {
+		_ = e.ix.Close()
+		_ = e.db.Close()
+	})
+	return e
+}
+
+func (e *testEnv) open() {
+	e.tb.Helper()
+	e.db = openTestDB(e.tb, e.dir)
+	ix, err := Open(e.db, e.opts)
+	if err != nil {
+		e.tb.Fatalf("open index: %v", err)
+	}
+	e.ix = ix
+}
+
+// reopen persists the index, closes it and the database, and opens both again.
+func (e *testEnv) reopen() *Index {
+	e.tb.Helper()
+	if err := e.ix.Persist(context.Background()); err != nil {
+		e.tb.Fatalf("persist: %v", err)
+	}
+	if err := e.ix.Close(); err != nil {
+		e.tb.Fatal(err)
+	}
+	if err := e.db.Close(); err != nil {
+		e.tb.Fatal(err)
+	}
+	e.open()
+	return e.ix
+}
+
 // testIndex opens a fresh index over a fresh database.
 func testIndex(tb testing.TB, opts Options) (*Index, *pebble.DB, string) {
 	tb.Helper()
-	dir := tb.TempDir()
-	db := openTestDB(tb, dir)
-	ix, err := Open(db, opts)
-	if err != nil {
-		tb.Fatalf("open index: %v", err)
-	}
-	tb.Cleanup(func() {
-		_ = ix.Close()
-		_ = db.Close()
-	})
-	return ix, db, dir
+	e := newTestEnv(tb, opts)
+	return e.ix, e.db, e.dir
 }
 
 func mustCreate(tb testing.TB, ix *Index, kind Kind, ls labels.Labels, t int64) ID {
@@ -70,4 +109,13 @@ func mustMatcher(tb testing.TB, t labels.MatchType, name, value string) *labels.
 		tb.Fatalf("matcher: %v", err)
 	}
 	return m
+}
+
+// quietLogger keeps Pebble's informational logs out of test output.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
 }

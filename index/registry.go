@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -54,7 +53,7 @@ func defaultStreamHash(kind Kind, ls labels.Labels) uint64 {
 }
 
 func (ix *Index) hashShardOf(h uint64) *hashShard { return &ix.hashShards[(h>>56)%numShards] }
-func (ix *Index) idShardOf(id ID) *idShard      { return &ix.idShards[uint64(id)%numShards] }
+func (ix *Index) idShardOf(id ID) *idShard        { return &ix.idShards[uint64(id)%numShards] }
 
 // rec returns the record of id.
 func (ix *Index) rec(id ID) (streamRec, bool) {
@@ -309,19 +308,6 @@ func (ix *Index) markInPartition(id ID, kind Kind, refs []uint32, t int64) {
 	}
 }
 
-// forEachRec calls f for every stream record, shard by shard under the read
-// lock; f must not call back into the registry's write path.
-func (ix *Index) forEachRec(f func(id ID, r streamRec)) {
-	for i := range ix.idShards {
-		s := &ix.idShards[i]
-		s.mu.RLock()
-		for id, r := range s.m {
-			f(id, r)
-		}
-		s.mu.RUnlock()
-	}
-}
-
 // forget removes id from the registry (not from postings) and returns its
 // record. If keep is not nil and reports true under the shard lock, the
 // stream is kept.
@@ -352,6 +338,3 @@ func (ix *Index) forget(id ID, keep func(streamRec) bool) (streamRec, bool) {
 	ix.numStreams[r.kind].Add(-1)
 	return r, true
 }
-
-// newBitmap returns an empty bitmap; named so that call sites read clearly.
-func newBitmap() *roaring64.Bitmap { return roaring64.New() }

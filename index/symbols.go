@@ -110,6 +110,3 @@ func (s *symbols) internLocked(str string) uint32 {
 	s.n.Store(r + 1)
 	return r
 }
-
-// len returns the number of interned symbols.
-func (s *symbols) len() int { return int(s.n.Load()) }

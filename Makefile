@@ -46,3 +46,17 @@ $(PEER_BIN)/prometheus:
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)
+
+## bench-compare: weft, Prometheus and VictoriaMetrics side by side on one
+## generated workload (SCALE=tiny|small|medium|large); see docs/benchmarks.md.
+SCALE ?= small
+BENCH_FLAGS ?=
+
+bench-compare: $(PEER_BIN)/prometheus $(PEER_BIN)/victoria-metrics
+	$(GO) build -o $(BIN)/ ./cmd/weft-bench
+	@$(GO) build -o $(BIN)/ ./cmd/weft || { echo "bench-compare: cmd/weft does not build; weft is reported as failed"; rm -f $(BIN)/weft; }
+	./$(BIN)/weft-bench -scale $(SCALE) -peer-bin $(PEER_BIN) -weft-bin $(BIN)/weft -out bench/results $(BENCH_FLAGS)
+
+$(PEER_BIN)/victoria-metrics:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@$(VICTORIAMETRICS_VERSION)

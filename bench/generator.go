@@ -33,8 +33,9 @@ type Expectation struct {
 	// Created is the cumulative number of distinct series per metric name
 	// written up to the end of the segment.
 	Created map[string]int
-	// Runs is the number of distinct training runs so far.
-	Runs int
+	// Runs is the number of distinct training runs so far; ActiveRuns of
+	// them are running at EvalTime.
+	Runs, ActiveRuns int
 }
 
 // SegmentData is a segment's payloads with what it leaves behind.
@@ -226,6 +227,7 @@ func (g *generator) expect(last int64) Expectation {
 		FBUsedSum:  g.step.fbUsedSum,
 		Created:    c,
 		Runs:       g.runSeq,
+		ActiveRuns: len(g.runs),
 	}
 }
 

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/ingest/otlp"
+)
+
+// OTLP receiver limits and defaults.
+const (
+	// DefaultOTLPMaxRequestBytes bounds an OTLP request after decompression
+	// (HTTP: 413; gRPC: RESOURCE_EXHAUSTED through grpc.MaxRecvMsgSize). The
+	// OpenTelemetry Collector's default batch is far below it; it protects
+	// the server from gzip bombs and runaway clients.
+	DefaultOTLPMaxRequestBytes = 64 << 20
+	// DefaultOTLPRetryAfter is what a 503 / UNAVAILABLE asks clients to wait.
+	DefaultOTLPRetryAfter = 5 * time.Second
+)
+
+// OTLPOptions configure the OTLP metrics receiver (HTTP and gRPC).
+type OTLPOptions struct {
+	// Ingest configures translation, workload context and delta state; see
+	// otlp.DefaultOptions. Ignored when Ingester is set.
+	Ingest otlp.Options
+	// Ingester, if set, is used instead of building one from Ingest. Pass
+	// the same Ingester to NewOTLPHandler and RegisterOTLPGRPC so that HTTP
+	// and gRPC senders share delta state; build it with NewOTLPIngester.
+	Ingester *otlp.Ingester
+	// MaxRequestBytes bounds a request after decompression.
+	MaxRequestBytes int64
+	// RetryAfter is sent with 503 (Retry-After) and UNAVAILABLE (RetryInfo).
+	RetryAfter time.Duration
+	// Logger receives request failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultOTLPOptions returns the documented defaults (docs/otlp.md).
+func DefaultOTLPOptions() OTLPOptions {
+	return OTLPOptions{
+		Ingest:          otlp.DefaultOptions(),
+		MaxRequestBytes: DefaultOTLPMaxRequestBytes,
+		RetryAfter:      DefaultOTLPRetryAfter,
+	}
+}
+
+// NewOTLPIngester validates opts and builds the Ingester that NewOTLPHandler
+// and RegisterOTLPGRPC would build; wiring code calls it once, fails start-up
+// on an error, and puts the result in OTLPOptions.Ingester for both.
+// extraRejections are storage errors meaning "invalid sample" (for weft's
+// storage, storage.ErrInvalidLabels).
+func NewOTLPIngester(app promstorage.AppendableV2, opts OTLPOptions, extraRejections ...error) (*otlp.Ingester, error) {
+	if opts.Ingester != nil {
+		return opts.Ingester, nil
+	}
+	ing, err := otlp.New(app, opts.Ingest, extraRejections...)
+	if err != nil {
+		return nil, fmt.Errorf("otlp receiver: %w", err)
+	}
+	return ing, nil
+}
+
+// otlpReceiver is what the HTTP and gRPC front ends share.
+type otlpReceiver struct {
+	ing        *otlp.Ingester
+	maxBytes   int64
+	retryAfter time.Duration
+	logger     *slog.Logger
+	// err is set when the options were invalid; every request answers it.
+	err error
+}
+
+func newOTLPReceiver(app promstorage.AppendableV2, opts OTLPOptions) *otlpReceiver {
+	r := &otlpReceiver{maxBytes: opts.MaxRequestBytes, retryAfter: opts.RetryAfter, logger: opts.Logger}
+	if r.maxBytes <= 0 {
+		r.maxBytes = DefaultOTLPMaxRequestBytes
+	}
+	if r.retryAfter <= 0 {
+		r.retryAfter = DefaultOTLPRetryAfter
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	r.ing, r.err = NewOTLPIngester(app, opts)
+	if r.err != nil {
+		r.logger.Error("otlp_receiver_misconfigured", "err", r.err)
+	}
+	return r
+}
+
+// otlpOutcome classifies an Ingest result for both transports.
+type otlpOutcome int
+
+const (
+	otlpOK          otlpOutcome = iota // stored, maybe with partial success
+	otlpInvalid                        // every data point rejected: 400 / INVALID_ARGUMENT
+	otlpUnavailable                    // retryable: 503 / UNAVAILABLE
+)
+
+func classifyOTLP(res otlp.Result, err error) otlpOutcome {
+	switch {
+	case err != nil:
+		return otlpUnavailable
+	case res.Rejected > 0 && res.Rejected == res.DataPoints:
+		return otlpInvalid
+	default:
+		return otlpOK
+	}
+}

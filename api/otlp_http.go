@@ -1,0 +1,163 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	otlpContentProto = "application/x-protobuf"
+	otlpContentJSON  = "application/json"
+)
+
+// NewOTLPHandler returns the OTLP/HTTP metrics receiver. It does not look at
+// the request path: mount it at /v1/metrics on the OTLP port (default
+// :4318) and at /otlp/v1/metrics and /api/v1/otlp/v1/metrics on the main
+// port. It accepts POST with protobuf (application/x-protobuf) or OTLP/JSON
+// (application/json) bodies, optionally gzip-encoded, and answers in the
+// request's content type: 200 with an ExportMetricsServiceResponse (with
+// partial_success when some points were rejected), 400 when the body cannot
+// be decoded or every point is invalid, 413 above MaxRequestBytes after
+// decompression, 415 for other content types or encodings, 503 with
+// Retry-After when storage fails. Error bodies are google.rpc.Status.
+//
+// Safe for concurrent use. Invalid options make every request answer 500;
+// use NewOTLPIngester to detect them at start-up.
+func NewOTLPHandler(app promstorage.AppendableV2, opts OTLPOptions) http.Handler {
+	return &otlpHTTPHandler{r: newOTLPReceiver(app, opts)}
+}
+
+type otlpHTTPHandler struct {
+	r *otlpReceiver
+}
+
+var otlpBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method "+req.Method+" not allowed, use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if err != nil || (ct != otlpContentProto && ct != otlpContentJSON) {
+		// No OTLP content type to answer in: plain text.
+		http.Error(w, fmt.Sprintf("unsupported content type %q, want %s or %s", req.Header.Get("Content-Type"), otlpContentProto, otlpContentJSON), http.StatusUnsupportedMediaType)
+		return
+	}
+	if h.r.err != nil {
+		h.writeStatus(w, ct, http.StatusInternalServerError, codes.Internal, h.r.err.Error())
+		return
+	}
+
+	body := io.Reader(req.Body)
+	switch enc := req.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		gz, err := gzip.NewReader(req.Body)
+		if err != nil {
+			h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read gzip body: "+err.Error())
+			return
+		}
+		defer gz.Close()
+		body = gz
+	default:
+		h.writeStatus(w, ct, http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("unsupported content encoding %q, want gzip or none", enc))
+		return
+	}
+	buf := otlpBufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 4<<20 { // keep pooled buffers small
+			buf.Reset()
+			otlpBufPool.Put(buf)
+		}
+	}()
+	buf.Reset()
+	n, err := buf.ReadFrom(io.LimitReader(body, h.r.maxBytes+1))
+	if err != nil {
+		h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read body: "+err.Error())
+		return
+	}
+	if n > h.r.maxBytes {
+		h.writeStatus(w, ct, http.StatusRequestEntityTooLarge, codes.ResourceExhausted,
+			fmt.Sprintf("request body exceeds %d bytes after decompression", h.r.maxBytes))
+		return
+	}
+
+	er := pmetricotlp.NewExportRequest()
+	if ct == otlpContentJSON {
+		err = er.UnmarshalJSON(buf.Bytes())
+	} else {
+		err = er.UnmarshalProto(buf.Bytes())
+	}
+	if err != nil {
+		h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP metrics: "+err.Error())
+		return
+	}
+
+	res, err := h.r.ing.Ingest(req.Context(), er.Metrics())
+	switch classifyOTLP(res, err) {
+	case otlpUnavailable:
+		h.r.logger.Warn("otlp_ingest_failed", "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(int((h.r.retryAfter+999_999_999)/1e9)))
+		h.writeStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
+		return
+	case otlpInvalid:
+		h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, res.Message)
+		return
+	}
+
+	resp := pmetricotlp.NewExportResponse()
+	if res.Rejected > 0 || res.Message != "" {
+		resp.PartialSuccess().SetRejectedDataPoints(res.Rejected)
+		resp.PartialSuccess().SetErrorMessage(res.Message)
+	}
+	var out []byte
+	if ct == otlpContentJSON {
+		out, err = resp.MarshalJSON()
+	} else {
+		out, err = resp.MarshalProto()
+	}
+	if err != nil {
+		h.writeStatus(w, ct, http.StatusInternalServerError, codes.Internal, "encode response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+// writeStatus answers an error as a google.rpc.Status in content type ct,
+// as the OTLP/HTTP specification asks.
+func (h *otlpHTTPHandler) writeStatus(w http.ResponseWriter, ct string, httpCode int, code codes.Code, msg string) {
+	st := status.New(code, msg).Proto()
+	var (
+		out []byte
+		err error
+	)
+	if ct == otlpContentJSON {
+		out, err = protojson.Marshal(st)
+	} else {
+		out, err = proto.Marshal(st)
+	}
+	if err != nil {
+		http.Error(w, msg, httpCode)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(httpCode)
+	_, _ = w.Write(out)
+}

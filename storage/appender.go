@@ -27,17 +27,11 @@ func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 	return &appenderV2{db.newAppender(ctx)}
 }
 
-type pendingFloat struct {
-	s     *memSeries
-	st, t int64
-	v     float64
-}
-
-type pendingHist struct {
-	s     *memSeries
-	st, t int64
-	h     *histogram.Histogram
-	fh    *histogram.FloatHistogram
+// pendingSample is one appended sample awaiting Commit. Floats and
+// histograms share one slice so the append order within a series survives.
+type pendingSample struct {
+	s *memSeries
+	x sample
 }
 
 type pendingExemplar struct {
@@ -52,8 +46,8 @@ type appender struct {
 	nowMs   int64
 	discard bool // AppendOptions.DiscardOutOfOrder
 
-	floats    []pendingFloat
-	hists     []pendingHist
+	samples   []pendingSample
+	nHists    int
 	exemplars []pendingExemplar
 	metas     []record.Metadata
 	done      bool
@@ -160,11 +154,10 @@ func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x s
 		a.db.stats.reject(err)
 		return promstorage.SeriesRef(s.id), err
 	}
-	if x.h == nil && x.fh == nil {
-		a.floats = append(a.floats, pendingFloat{s: s, st: x.st, t: x.t, v: x.v})
-	} else {
-		a.hists = append(a.hists, pendingHist{s: s, st: x.st, t: x.t, h: x.h, fh: x.fh})
+	if x.h != nil || x.fh != nil {
+		a.nHists++
 	}
+	a.samples = append(a.samples, pendingSample{s: s, x: x})
 	return promstorage.SeriesRef(s.id), nil
 }
 
@@ -281,7 +274,7 @@ func (a *appender) appendSTZero(ref promstorage.SeriesRef, ls labels.Labels, x s
 // records are harmless) but get no samples.
 func (a *appender) Rollback() error {
 	a.done = true
-	a.floats, a.hists, a.exemplars, a.metas = nil, nil, nil, nil
+	a.samples, a.exemplars, a.metas = nil, nil, nil
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
 	"github.com/weftdb/weft/storage/internal/record"
 	"github.com/weftdb/weft/storage/internal/wal"
 )
@@ -37,35 +39,51 @@ func (a *appender) Commit() error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if len(a.floats)+len(a.hists)+len(a.exemplars)+len(a.metas) == 0 {
+	if len(a.samples)+len(a.exemplars)+len(a.metas) == 0 {
 		return nil
 	}
 	cb := commitPool.Get().(*commitBuffers)
 	defer commitPool.Put(cb)
 	frame := cb.frame[:0]
 	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
-	if len(a.floats) > 0 {
+	if a.nHists == 0 {
 		cb.samples = cb.samples[:0]
-		for _, p := range a.floats {
-			cb.samples = append(cb.samples, record.Sample{ID: p.s.id, ST: p.st, T: p.t, V: p.v})
-			mint, maxt = min(mint, p.t), max(maxt, p.t)
+		for _, p := range a.samples {
+			cb.samples = append(cb.samples, record.Sample{ID: p.s.id, ST: p.x.st, T: p.x.t, V: p.x.v})
+			mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
 		}
-		cb.rec = record.AppendSamples(cb.rec[:0], cb.samples)
-		frame = wal.AppendRecord(frame, cb.rec)
-	}
-	if len(a.hists) > 0 {
-		for _, float := range []bool{false, true} {
-			cb.hists = cb.hists[:0]
-			for _, p := range a.hists {
-				if (p.fh != nil) == float {
-					cb.hists = append(cb.hists, record.Histogram{ID: p.s.id, ST: p.st, T: p.t, H: p.h, FH: p.fh})
-					mint, maxt = min(mint, p.t), max(maxt, p.t)
+		if len(cb.samples) > 0 {
+			cb.rec = record.AppendSamples(cb.rec[:0], cb.samples)
+			frame = wal.AppendRecord(frame, cb.rec)
+		}
+	} else {
+		// Mixed batch: one record per run of equal type keeps the append
+		// order for replay.
+		for i := 0; i < len(a.samples); {
+			vt := a.samples[i].x.valType()
+			j := i
+			for j < len(a.samples) && a.samples[j].x.valType() == vt {
+				j++
+			}
+			run := a.samples[i:j]
+			if vt == chunkenc.ValFloat {
+				cb.samples = cb.samples[:0]
+				for _, p := range run {
+					cb.samples = append(cb.samples, record.Sample{ID: p.s.id, ST: p.x.st, T: p.x.t, V: p.x.v})
 				}
+				cb.rec = record.AppendSamples(cb.rec[:0], cb.samples)
+			} else {
+				cb.hists = cb.hists[:0]
+				for _, p := range run {
+					cb.hists = append(cb.hists, record.Histogram{ID: p.s.id, ST: p.x.st, T: p.x.t, H: p.x.h, FH: p.x.fh})
+				}
+				cb.rec = record.AppendHistograms(cb.rec[:0], cb.hists, vt == chunkenc.ValFloatHistogram)
 			}
-			if len(cb.hists) > 0 {
-				cb.rec = record.AppendHistograms(cb.rec[:0], cb.hists, float)
-				frame = wal.AppendRecord(frame, cb.rec)
+			for _, p := range run {
+				mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
 			}
+			frame = wal.AppendRecord(frame, cb.rec)
+			i = j
 		}
 	}
 	if len(a.exemplars) > 0 {
@@ -131,36 +149,13 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 	db := a.db
 	var oooFull []*memSeries
 	var applied uint64
-	for _, p := range a.floats {
+	for _, p := range a.samples {
 		s := p.s
-		x := sample{st: p.st, t: p.t, v: p.v}
 		s.mu.Lock()
-		err := db.checkLocked(s, x, false)
+		err := db.checkLocked(s, p.x, false)
 		if err == nil {
 			var didSeal, ooo bool
-			didSeal, ooo, err = db.appendLocked(s, x)
-			if didSeal {
-				sealed = append(sealed, s)
-			}
-			if ooo && len(s.ext.ooo) == oooFlushSamples {
-				oooFull = append(oooFull, s)
-			}
-		}
-		s.mu.Unlock()
-		if err == nil {
-			applied++
-		} else if !errors.Is(err, errSameSample) {
-			db.stats.reject(err)
-		}
-	}
-	for _, p := range a.hists {
-		s := p.s
-		x := sample{st: p.st, t: p.t, h: p.h, fh: p.fh}
-		s.mu.Lock()
-		err := db.checkLocked(s, x, false)
-		if err == nil {
-			var didSeal, ooo bool
-			didSeal, ooo, err = db.appendLocked(s, x)
+			didSeal, ooo, err = db.appendLocked(s, p.x)
 			if didSeal {
 				sealed = append(sealed, s)
 			}

@@ -22,6 +22,12 @@ const (
 	intModeSparseDelta  = 4 // varint v0, bitmap of d_i != 0 (n-1 bits), FOR of the non-zero d_i
 	intModeLinear       = 5 // varint v0, varint slope s, FOR of r_i = v_i - v0 - i*s, i >= 1
 	numIntModes         = 6
+	// intModePaged splits a long column into pages of intPageLen values
+	// (the last one shorter), each encoded as above with its own mode, so
+	// that one outlier widens one page rather than the whole column. Within
+	// a page, "varint v0" and FOR bases are stored relative to the last value
+	// of the previous page (0 for the first page and for unpaged columns).
+	intModePaged = 6
 	maxIntModeHeaderLen = 1 + 3*binary.MaxVarintLen64 + 1
 )
 
@@ -48,15 +54,48 @@ func (s *forStats) width() uint {
 	return width(uint64(s.hi - s.lo))
 }
 
-func (s *forStats) size() int {
-	return varintLen(s.lo) + 1 + packedLen(s.n, s.width())
+// size is the encoded size of a FOR block whose base is stored relative to
+// rel.
+func (s *forStats) size(rel uint64) int {
+	return varintLen(s.lo-int64(rel)) + 1 + packedLen(s.n, s.width())
 }
 
 func varintLen(v int64) int   { return uvarintLen(zigzag(v)) }
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
+// intPageLen is the page length of intModePaged. 128 values amortise a page
+// header (3-5 bytes) to a fraction of a bit per value, and are few enough
+// for a page's widths to follow changes in the data (a training phase, a
+// missed scrape).
+const intPageLen = 128
+
 // appendInts appends the smallest encoding of vs. It does not store len(vs).
+// Columns longer than two pages are also tried paged.
 func appendInts(dst []byte, vs []uint64) []byte {
+	if len(vs) <= 2*intPageLen {
+		return appendIntsPage(dst, vs, 0)
+	}
+	start := len(dst)
+	dst = appendIntsPage(dst, vs, 0)
+	buf := getBytes()
+	defer putBytes(buf)
+	paged := append((*buf)[:0], intModePaged)
+	prev := uint64(0)
+	for i := 0; i < len(vs); i += intPageLen {
+		page := vs[i:min(i+intPageLen, len(vs))]
+		paged = appendIntsPage(paged, page, prev)
+		prev = page[len(page)-1]
+	}
+	*buf = paged
+	if len(paged) < len(dst)-start {
+		dst = append(dst[:start], paged...)
+	}
+	return dst
+}
+
+// appendIntsPage appends the smallest single-mode encoding of vs, with its
+// first value and FOR bases relative to prev.
+func appendIntsPage(dst []byte, vs []uint64, prev uint64) []byte {
 	n := len(vs)
 	if n == 0 {
 		return dst
@@ -78,8 +117,8 @@ func appendInts(dst []byte, vs []uint64) []byte {
 			sDoD.add(d - int64(vs[i-1]-vs[i-2]))
 		}
 	}
-	v0 := int64(vs[0])
-	best, bestSize := intModeFOR, sFOR.size()
+	v0 := int64(vs[0] - prev)
+	best, bestSize := intModeFOR, sFOR.size(prev)
 	try := func(mode, size int) {
 		if size < bestSize {
 			best, bestSize = mode, size
@@ -88,14 +127,14 @@ func appendInts(dst []byte, vs []uint64) []byte {
 	var slope int64
 	var sLin forStats
 	if n >= 2 {
-		try(intModeDelta, varintLen(v0)+sDelta.size())
+		try(intModeDelta, varintLen(v0)+sDelta.size(0))
 		try(intModeDeltaVarint, varintLen(v0)+varintSize)
-		try(intModeSparseDelta, varintLen(v0)+(n-1+7)/8+sNZ.size())
+		try(intModeSparseDelta, varintLen(v0)+(n-1+7)/8+sNZ.size(0))
 		slope, sLin = bestSlope(vs)
-		try(intModeLinear, varintLen(v0)+varintLen(slope)+sLin.size())
+		try(intModeLinear, varintLen(v0)+varintLen(slope)+sLin.size(0))
 	}
 	if n >= 3 {
-		try(intModeDoD, varintLen(v0)+varintLen(int64(vs[1]-vs[0]))+sDoD.size())
+		try(intModeDoD, varintLen(v0)+varintLen(int64(vs[1]-vs[0]))+sDoD.size(0))
 	}
 
 	dst = append(dst, byte(best))
@@ -107,20 +146,20 @@ func appendInts(dst []byte, vs []uint64) []byte {
 		for _, v := range vs {
 			buf = append(buf, v-uint64(sFOR.lo))
 		}
-		dst = appendFOR(dst, sFOR, buf)
+		dst = appendFOR(dst, sFOR, prev, buf)
 	case intModeDelta:
 		dst = binary.AppendVarint(dst, v0)
 		for i := 1; i < n; i++ {
 			buf = append(buf, vs[i]-vs[i-1]-uint64(sDelta.lo))
 		}
-		dst = appendFOR(dst, sDelta, buf)
+		dst = appendFOR(dst, sDelta, 0, buf)
 	case intModeDoD:
 		dst = binary.AppendVarint(dst, v0)
 		dst = binary.AppendVarint(dst, int64(vs[1]-vs[0]))
 		for i := 2; i < n; i++ {
 			buf = append(buf, (vs[i]-vs[i-1])-(vs[i-1]-vs[i-2])-uint64(sDoD.lo))
 		}
-		dst = appendFOR(dst, sDoD, buf)
+		dst = appendFOR(dst, sDoD, 0, buf)
 	case intModeDeltaVarint:
 		dst = binary.AppendVarint(dst, v0)
 		for i := 1; i < n; i++ {
@@ -136,7 +175,7 @@ func appendInts(dst []byte, vs []uint64) []byte {
 				buf = append(buf, d-uint64(sNZ.lo))
 			}
 		}
-		dst = appendFOR(dst, sNZ, buf)
+		dst = appendFOR(dst, sNZ, 0, buf)
 	case intModeLinear:
 		dst = binary.AppendVarint(dst, v0)
 		dst = binary.AppendVarint(dst, slope)
@@ -145,15 +184,15 @@ func appendInts(dst []byte, vs []uint64) []byte {
 			acc += uint64(slope)
 			buf = append(buf, vs[i]-acc-uint64(sLin.lo))
 		}
-		dst = appendFOR(dst, sLin, buf)
+		dst = appendFOR(dst, sLin, 0, buf)
 	}
 	*scratch = buf
 	return dst
 }
 
-func appendFOR(dst []byte, s forStats, packed []uint64) []byte {
+func appendFOR(dst []byte, s forStats, rel uint64, packed []uint64) []byte {
 	w := s.width()
-	dst = binary.AppendVarint(dst, s.lo)
+	dst = binary.AppendVarint(dst, s.lo-int64(rel))
 	dst = append(dst, byte(w))
 	return appendPacked(dst, packed, w)
 }
@@ -246,6 +285,25 @@ func readFOR(src []byte, n int) (base uint64, w uint, rest []byte, err error) {
 // decodeInts decodes n values written by appendInts into dst[:n] and returns
 // the rest of src. len(dst) must be >= n.
 func decodeInts(dst []uint64, src []byte, n int) ([]byte, error) {
+	if n == 0 || len(src) == 0 || src[0] != intModePaged {
+		return decodeIntsPage(dst, src, n, 0)
+	}
+	src = src[1:]
+	prev := uint64(0)
+	for i := 0; i < n; i += intPageLen {
+		j := min(i+intPageLen, n)
+		var err error
+		if src, err = decodeIntsPage(dst[i:j], src, j-i, prev); err != nil {
+			return src, fmt.Errorf("page %d: %w", i/intPageLen, err)
+		}
+		prev = dst[j-1]
+	}
+	return src, nil
+}
+
+// decodeIntsPage decodes one unpaged column (page) of n values whose first
+// value and FOR base are relative to prev.
+func decodeIntsPage(dst []uint64, src []byte, n int, prev uint64) ([]byte, error) {
 	if n == 0 {
 		return src, nil
 	}
@@ -259,7 +317,7 @@ func decodeInts(dst []uint64, src []byte, n int) ([]byte, error) {
 		if err != nil {
 			return src, err
 		}
-		unpack(dst, src, n, w, base)
+		unpack(dst, src, n, w, base+prev)
 		return src[packedLen(n, w):], nil
 	}
 	// A one-value column is always FOR and DoD needs three values, so that
@@ -271,7 +329,7 @@ func decodeInts(dst []uint64, src []byte, n int) ([]byte, error) {
 	if err != nil {
 		return src, err
 	}
-	dst[0] = uint64(v0)
+	dst[0] = uint64(v0) + prev
 	switch mode {
 	case intModeDelta:
 		base, w, rest, err := readFOR(src, n-1)

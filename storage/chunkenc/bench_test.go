@@ -1,0 +1,139 @@
+package chunkenc
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	promchunk "github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/weftdb/weft/storage/internal/gputelemetry"
+)
+
+// Benchmarks against Prometheus' XOR chunks on gputelemetry data. Run them
+// all with
+//
+//	go test -run '^$' -bench . -benchtime 20x ./storage/chunkenc/
+
+// BenchmarkDecode decodes every chunk of a day of telemetry to (t, v)
+// columns: weft's DecodeTimestamps+DecodeFloats against iterating
+// Prometheus' XOR chunk with Next/At. samples/s is per core (one goroutine).
+func BenchmarkDecode(b *testing.B) {
+	all := telemetryDay()
+	for _, size := range []int{120, 480} {
+		chunks := chunkByCount(all, size)
+		samples := 0
+		weft := make([][]byte, len(chunks))
+		prom := make([]*promchunk.XORChunk, len(chunks))
+		for i, c := range chunks {
+			weft[i] = encodeWeft(c, nil)
+			prom[i] = encodeProm(b, c)
+			samples += len(c.t)
+		}
+		b.Run(fmt.Sprintf("prometheus/%d", size), func(b *testing.B) {
+			b.ReportAllocs()
+			var it promchunk.Iterator
+			var sink float64
+			for b.Loop() {
+				for _, c := range prom {
+					it = c.Iterator(it)
+					for it.Next() == promchunk.ValFloat {
+						t, v := it.At()
+						sink += float64(t) + v
+					}
+					if err := it.Err(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			reportDecode(b, samples, sink)
+		})
+		b.Run(fmt.Sprintf("weft/%d", size), func(b *testing.B) {
+			b.ReportAllocs()
+			ts := make([]int64, 0, size)
+			vs := make([]float64, 0, size)
+			var sink float64
+			for b.Loop() {
+				for _, c := range weft {
+					var rest []byte
+					var err error
+					if ts, rest, err = DecodeTimestamps(ts[:0], c); err != nil {
+						b.Fatal(err)
+					}
+					if vs, _, err = DecodeFloats(vs[:0], rest); err != nil {
+						b.Fatal(err)
+					}
+					// Touch every sample as the Prometheus loop does.
+					for i := range ts {
+						sink += float64(ts[i]) + vs[i]
+					}
+				}
+			}
+			reportDecode(b, samples, sink)
+		})
+	}
+}
+
+func reportDecode(b *testing.B, samples int, sink float64) {
+	b.Helper()
+	if math.IsInf(sink, 0) {
+		b.Log(sink) // keep the sink alive
+	}
+	b.ReportMetric(float64(samples)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(samples)/float64(b.N), "ns/sample")
+}
+
+// BenchmarkBytesPerSample reports bytes per sample per metric kind and
+// overall: Prometheus XOR chunks of 120 samples against weft's codecs on
+// 120-sample chunks and on long per-series blocks (2h and 1d, time aligned,
+// as compaction writes them). ratio-* is weft over Prometheus. The timed
+// loop encodes the day as 1d blocks.
+func BenchmarkBytesPerSample(b *testing.B) {
+	all := telemetryDay()
+	byKind := map[string][]gputelemetry.Series{"all": all}
+	names := []string{"all"}
+	for _, k := range gputelemetry.Kinds() {
+		names = append(names, k.MetricName())
+	}
+	for _, s := range all {
+		byKind[s.Kind.MetricName()] = append(byKind[s.Kind.MetricName()], s)
+	}
+	for _, name := range names {
+		series := byKind[name]
+		b.Run(name, func(b *testing.B) {
+			samples, prom := 0, 0
+			for _, c := range chunkByCount(series, 120) {
+				samples += len(c.t)
+				prom += len(encodeProm(b, c).Bytes())
+			}
+			w120 := weftBytes(chunkByCount(series, 120))
+			w2h := weftBytes(chunkByTime(series, 2*time.Hour))
+			day := chunkByTime(series, 24*time.Hour)
+			var buf []byte
+			for b.Loop() {
+				for _, c := range day {
+					buf = encodeWeft(c, buf)
+				}
+			}
+			w1d := weftBytes(day)
+			per := func(n int) float64 { return float64(n) / float64(samples) }
+			b.ReportMetric(per(prom), "prom120-B/sample")
+			b.ReportMetric(per(w120), "weft120-B/sample")
+			b.ReportMetric(per(w2h), "weft2h-B/sample")
+			b.ReportMetric(per(w1d), "weft1d-B/sample")
+			b.ReportMetric(float64(w120)/float64(prom), "ratio-120")
+			b.ReportMetric(float64(w1d)/float64(prom), "ratio-1d")
+		})
+	}
+}
+
+func weftBytes(chunks []sampleChunk) int {
+	total := 0
+	var buf []byte
+	for _, c := range chunks {
+		buf = encodeWeft(c, buf)
+		total += len(buf)
+	}
+	return total
+}

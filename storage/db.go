@@ -16,7 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	promstorage "github.com/prometheus/prometheus/storage"
 
-	"github.com/weftdb/weft/storage/internal/memindex"
+	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage/internal/wal"
 )
 
@@ -41,6 +41,7 @@ type DB struct {
 	futureMs  int64
 
 	pdb    *pebble.DB
+	ix     *index.Index
 	idx    streamIndex
 	wal    *wal.WAL
 	series *seriesMap
@@ -105,11 +106,16 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	db.pdb, err = pebble.Open(filepath.Join(dir, "pebble"), &pebble.Options{
 		FS:     vfs.Default,
 		Logger: quietPebbleLogger{},
+		Merger: index.Merger(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
-	db.idx = memindex.New(db.partMs)
+	db.ix, err = index.Open(db.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	db.idx = metricIndex{db.ix}
 	if err := db.loadPartitions(); err != nil {
 		return nil, err
 	}
@@ -251,8 +257,9 @@ func (db *DB) closeResources() error {
 	if db.wal != nil {
 		err = errors.Join(err, db.wal.Close())
 	}
-	if db.idx != nil {
-		err = errors.Join(err, db.idx.Close())
+	if db.ix != nil {
+		err = errors.Join(err, db.ix.Close())
+		db.ix = nil
 	}
 	if db.pdb != nil {
 		err = errors.Join(err, db.pdb.Close())

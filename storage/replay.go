@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/weftdb/weft/storage/internal/record"
 )
 
@@ -20,12 +22,21 @@ func (db *DB) replay(ctx context.Context) error {
 		sealed  []*memSeries
 		records int
 		unknown int
+		// unrestored holds series records whose index restore waits for
+		// the series' first sample, so the index marks the right partition.
+		unrestored = map[uint64]labels.Labels{}
 	)
 	add := func(id uint64, x sample) {
 		s := db.series.get(id)
 		if s == nil {
 			unknown++
 			return
+		}
+		if ls, ok := unrestored[id]; ok {
+			delete(unrestored, id)
+			if err := db.idx.Restore(id, ls, x.t); err != nil {
+				db.log.Warn("wal_series_restore_failed", "id", id, "err", err)
+			}
 		}
 		s.mu.Lock()
 		if db.checkLocked(s, x, true) == nil {
@@ -49,8 +60,8 @@ func (db *DB) replay(ctx context.Context) error {
 		switch out.Type {
 		case record.TypeSeries:
 			for _, s := range out.Series {
-				if err := db.idx.Restore(s.ID, s.Labels, minInt64); err != nil {
-					return fmt.Errorf("restore series %d: %w", s.ID, err)
+				if _, known := db.idx.Labels(s.ID, nil); !known {
+					unrestored[s.ID] = s.Labels.Copy()
 				}
 				db.series.getOrCreate(s.ID)
 			}
@@ -89,6 +100,17 @@ func (db *DB) replay(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Series without samples in the WAL: their data is in Pebble (or they
+	// never got any); register them at the newest time known.
+	for id, ls := range unrestored {
+		t := db.maxT.Load()
+		if t == minInt64 {
+			t = 0
+		}
+		if err := db.idx.Restore(id, ls, t); err != nil {
+			return fmt.Errorf("restore series %d: %w", id, err)
+		}
 	}
 	if unknown > 0 {
 		db.log.Warn("wal_samples_for_unknown_series", "count", unknown)

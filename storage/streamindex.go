@@ -5,12 +5,13 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index"
 )
 
-// streamIndex is what storage needs from weft's index package, restricted to
-// metric streams. *memindex.Index implements it today; an adapter over
-// *index.Index (Kind fixed to index.KindMetric) will, once index/ lands.
-// Implementations are safe for concurrent use.
+// streamIndex is what storage needs from weft's index, restricted to metric
+// streams. metricIndex adapts *index.Index to it; tests may substitute
+// their own. Implementations are safe for concurrent use.
 type streamIndex interface {
 	GetOrCreate(ls labels.Labels, t int64) (id uint64, created bool, err error)
 	Touch(id uint64, t int64)
@@ -25,3 +26,52 @@ type streamIndex interface {
 	NumStreams() int
 	Close() error
 }
+
+// metricIndex is the shared *index.Index seen as an index of metric streams.
+type metricIndex struct{ ix *index.Index }
+
+func (m metricIndex) GetOrCreate(ls labels.Labels, t int64) (uint64, bool, error) {
+	id, created, err := m.ix.GetOrCreate(index.KindMetric, ls, t)
+	return uint64(id), created, err
+}
+
+func (m metricIndex) Touch(id uint64, t int64) { m.ix.Touch(index.ID(id), t) }
+
+func (m metricIndex) Restore(id uint64, ls labels.Labels, t int64) error {
+	return m.ix.Restore(index.KindMetric, index.ID(id), ls, t)
+}
+
+func (m metricIndex) Persist(ctx context.Context) error { return m.ix.Persist(ctx) }
+
+func (m metricIndex) Labels(id uint64, b *labels.ScratchBuilder) (labels.Labels, bool) {
+	return m.ix.Labels(index.ID(id), b)
+}
+
+func (m metricIndex) Postings(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error) {
+	return m.ix.Postings(ctx, index.KindMetric, mint, maxt, ms...)
+}
+
+func (m metricIndex) LabelNames(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
+	return m.ix.LabelNames(ctx, index.KindMetric, mint, maxt, ms...)
+}
+
+func (m metricIndex) LabelValues(ctx context.Context, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
+	return m.ix.LabelValues(ctx, index.KindMetric, name, mint, maxt, ms...)
+}
+
+func (m metricIndex) DropPartitionsBefore(ctx context.Context, t int64) error {
+	return m.ix.DropPartitionsBefore(ctx, t)
+}
+
+func (m metricIndex) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
+	return m.ix.Delete(ctx, ids)
+}
+
+func (m metricIndex) NumStreams() int { return m.ix.NumStreams(index.KindMetric) }
+
+// Close is a no-op: the DB owns the index and closes it itself.
+func (m metricIndex) Close() error { return nil }
+
+// Index returns the shared stream index (cardinality stats, label APIs).
+// Valid until Close.
+func (db *DB) Index() *index.Index { return db.ix }

@@ -39,7 +39,9 @@ func refs(st *writev2.SymbolsTable, kv ...string) []uint32 {
 	return out
 }
 
-func oneSample() []writev2.Sample { return []writev2.Sample{{Value: 2, Timestamp: testNow.UnixMilli()}} }
+func oneSample() []writev2.Sample {
+	return []writev2.Sample{{Value: 2, Timestamp: testNow.UnixMilli()}}
+}
 
 func TestAppendRejectsInvalidSeries(t *testing.T) {
 	manyLabels := func(st *writev2.SymbolsTable) writev2.TimeSeries {

@@ -99,14 +99,14 @@ func decodeFloats(dst []float64, src []byte) ([]float64, []byte, error) {
 		if err != nil {
 			return dst, src, err
 		}
-		tail, err := decodeFloatBody(vs, body, n, tag&^floatTagZstd)
+		defer putBytes(body)
+		tail, err := decodeFloatBody(vs, *body, n, tag&^floatTagZstd)
 		if err != nil {
 			return dst, src, err
 		}
 		if len(tail) != 0 {
 			return dst, src, fmt.Errorf("%d bytes after compressed body: %w", len(tail), ErrCorrupt)
 		}
-		defer putBytes(bodyBuf(body))
 		return out, rest, nil
 	}
 	rest, err := decodeFloatBody(vs, src, n, tag)

@@ -117,6 +117,16 @@ func TestIntModesRoundTrip(t *testing.T) {
 		"linear":  {100, 207, 300, 407, 500, 607, 700, 807, 900, 1007, 1100, 1207, 1300, 1407, 1500, 1607},
 		"wrapped": {math.MaxInt64, math.MinInt64, math.MaxInt64, math.MinInt64},
 	}
+	// A long column with one burst of noise: paging confines the wide
+	// widths to the burst's page.
+	paged := make([]int64, 1000)
+	for i := range paged {
+		paged[i] = int64(i) * 15000
+		if i >= 500 && i < 520 {
+			paged[i] += int64(i*7919) % 100000
+		}
+	}
+	cols["paged"] = paged
 	seen := map[byte]bool{}
 	for name, vs := range cols {
 		t.Run(name, func(t *testing.T) {
@@ -132,7 +142,7 @@ func TestIntModesRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for m := byte(0); m < numIntModes; m++ {
+	for m := byte(0); m <= intModePaged; m++ {
 		if !seen[m] {
 			t.Errorf("no test column was encoded with int mode %d", m)
 		}

@@ -67,9 +67,10 @@ func tryZstd(dst []byte, start int) []byte {
 	return append(dst, comp...)
 }
 
-// readZstd reads a compressed body and returns it decompressed, in a buffer
-// from the byte pool, and the rest of src.
-func readZstd(src []byte) (body, rest []byte, err error) {
+// readZstd reads a compressed body and returns it decompressed in a buffer
+// from the byte pool (return it with putBytes once done), and the rest of
+// src.
+func readZstd(src []byte) (body *[]byte, rest []byte, err error) {
 	rawLen, src, err := readCount(src, "zstd raw length", maxZstdBody)
 	if err != nil {
 		return nil, src, err
@@ -81,6 +82,9 @@ func readZstd(src []byte) (body, rest []byte, err error) {
 	_, dec := zstdCodecs()
 	buf := getBytes()
 	out, err := dec.DecodeAll(src[:compLen], (*buf)[:0])
+	if cap(out) > cap(*buf) {
+		*buf = out[:0] // keep the grown buffer for the next decode
+	}
 	if err != nil {
 		putBytes(buf)
 		return nil, src, fmt.Errorf("zstd: %w: %w", ErrCorrupt, err)
@@ -89,7 +93,8 @@ func readZstd(src []byte) (body, rest []byte, err error) {
 		putBytes(buf)
 		return nil, src, fmt.Errorf("zstd body is %d bytes, header says %d: %w", len(out), rawLen, ErrCorrupt)
 	}
-	return out, src[compLen:], nil
+	*buf = out
+	return buf, src[compLen:], nil
 }
 
 var bytesPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -102,5 +107,3 @@ func putBytes(b *[]byte) {
 	}
 	bytesPool.Put(b)
 }
-
-func bodyBuf(b []byte) *[]byte { return &b }

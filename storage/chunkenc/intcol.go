@@ -15,19 +15,19 @@ import (
 // "FOR w" below means: varint base, one byte width w (0..64), then the values
 // minus base packed in w bits each, LSB first (see bitpack.go).
 const (
-	intModeFOR          = 0 // FOR of the values
-	intModeDelta        = 1 // varint v0, FOR of d_i = v_i - v_(i-1), i >= 1
-	intModeDoD          = 2 // varint v0, varint d1, FOR of d_i - d_(i-1), i >= 2
-	intModeDeltaVarint  = 3 // varint v0, uvarint zigzag(d_i), i >= 1
-	intModeSparseDelta  = 4 // varint v0, bitmap of d_i != 0 (n-1 bits), FOR of the non-zero d_i
-	intModeLinear       = 5 // varint v0, varint slope s, FOR of r_i = v_i - v0 - i*s, i >= 1
-	numIntModes         = 6
+	intModeFOR         = 0 // FOR of the values
+	intModeDelta       = 1 // varint v0, FOR of d_i = v_i - v_(i-1), i >= 1
+	intModeDoD         = 2 // varint v0, varint d1, FOR of d_i - d_(i-1), i >= 2
+	intModeDeltaVarint = 3 // varint v0, uvarint zigzag(d_i), i >= 1
+	intModeSparseDelta = 4 // varint v0, bitmap of d_i != 0 (n-1 bits), FOR of the non-zero d_i
+	intModeLinear      = 5 // varint v0, varint slope s, FOR of r_i = v_i - v0 - i*s, i >= 1
+	numIntModes        = 6
 	// intModePaged splits a long column into pages of intPageLen values
 	// (the last one shorter), each encoded as above with its own mode, so
 	// that one outlier widens one page rather than the whole column. Within
 	// a page, "varint v0" and FOR bases are stored relative to the last value
 	// of the previous page (0 for the first page and for unpaged columns).
-	intModePaged = 6
+	intModePaged        = 6
 	maxIntModeHeaderLen = 1 + 3*binary.MaxVarintLen64 + 1
 )
 

@@ -90,6 +90,10 @@ func appendSpans(dst []byte, spans []histogram.Span) []byte {
 }
 
 func (l *layout) append(dst []byte) []byte {
+	if len(l.pos) > MaxHistogramSpans || len(l.neg) > MaxHistogramSpans ||
+		l.nPos > MaxHistogramSpans || l.nNeg > MaxHistogramSpans {
+		panic("BUG: chunkenc: histogram with more than MaxHistogramSpans spans or buckets per side")
+	}
 	dst = append(dst, l.flags)
 	dst = appendSpans(dst, l.pos)
 	dst = appendSpans(dst, l.neg)

@@ -28,7 +28,6 @@ const (
 	// a page, "varint v0" and FOR bases are stored relative to the last value
 	// of the previous page (0 for the first page and for unpaged columns).
 	intModePaged        = 6
-	maxIntModeHeaderLen = 1 + 3*binary.MaxVarintLen64 + 1
 )
 
 // intStats are the statistics one pass over a column needs to size every mode.

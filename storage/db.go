@@ -89,9 +89,12 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 		log:       opts.Logger,
 		partMs:    opts.PartitionDuration.Milliseconds(),
 		oooWindow: opts.OutOfOrderWindow.Milliseconds(),
-		futureMs:  opts.FutureWindow.Milliseconds(),
+		futureMs:  -1,
 		series:    newSeriesMap(),
 		stop:      make(chan struct{}),
+	}
+	if opts.FutureWindow >= 0 {
+		db.futureMs = opts.FutureWindow.Milliseconds()
 	}
 	db.minT.Store(maxInt64)
 	db.maxT.Store(minInt64)

@@ -21,13 +21,20 @@ const (
 	intModeDeltaVarint = 3 // varint v0, uvarint zigzag(d_i), i >= 1
 	intModeSparseDelta = 4 // varint v0, bitmap of d_i != 0 (n-1 bits), FOR of the non-zero d_i
 	intModeLinear      = 5 // varint v0, varint slope s, FOR of r_i = v_i - v0 - i*s, i >= 1
-	numIntModes        = 6
+	// intModePatched: varint v0, varint m (the median delta), byte w, the low
+	// w bits of x_i = zigzag(d_i - m) packed for i >= 1, uvarint k, then k
+	// exceptions (uvarint index gap, uvarint x_i >> w) for the x_i that do
+	// not fit in w bits. Noisy gauges (power) have most deltas in a narrow
+	// band and a few phase jumps; the jumps become exceptions instead of
+	// widening every value.
+	intModePatched = 6
+	numIntModes    = 7
 	// intModePaged splits a long column into pages of intPageLen values
 	// (the last one shorter), each encoded as above with its own mode, so
 	// that one outlier widens one page rather than the whole column. Within
 	// a page, "varint v0" and FOR bases are stored relative to the last value
 	// of the previous page (0 for the first page and for unpaged columns).
-	intModePaged        = 6
+	intModePaged = 7
 )
 
 // intStats are the statistics one pass over a column needs to size every mode.
@@ -123,14 +130,19 @@ func appendIntsPage(dst []byte, vs []uint64, prev uint64) []byte {
 			best, bestSize = mode, size
 		}
 	}
-	var slope int64
+	var slope, median int64
 	var sLin forStats
+	var patchW uint
 	if n >= 2 {
 		try(intModeDelta, varintLen(v0)+sDelta.size(0))
 		try(intModeDeltaVarint, varintLen(v0)+varintSize)
 		try(intModeSparseDelta, varintLen(v0)+(n-1+7)/8+sNZ.size(0))
-		slope, sLin = bestSlope(vs)
+		median = medianDelta(vs)
+		slope, sLin = bestSlope(vs, median)
 		try(intModeLinear, varintLen(v0)+varintLen(slope)+sLin.size(0))
+		var patchSize int
+		patchW, patchSize = patchedSize(vs, median)
+		try(intModePatched, varintLen(v0)+varintLen(median)+patchSize)
 	}
 	if n >= 3 {
 		try(intModeDoD, varintLen(v0)+varintLen(int64(vs[1]-vs[0]))+sDoD.size(0))
@@ -184,6 +196,29 @@ func appendIntsPage(dst []byte, vs []uint64, prev uint64) []byte {
 			buf = append(buf, vs[i]-acc-uint64(sLin.lo))
 		}
 		dst = appendFOR(dst, sLin, 0, buf)
+	case intModePatched:
+		dst = binary.AppendVarint(dst, v0)
+		dst = binary.AppendVarint(dst, median)
+		dst = append(dst, byte(patchW))
+		k := 0
+		for i := 1; i < n; i++ {
+			x := zigzag(int64(vs[i]-vs[i-1]) - median)
+			if x>>patchW != 0 {
+				k++
+			}
+			buf = append(buf, x&lowMask(patchW))
+		}
+		dst = appendPacked(dst, buf, patchW)
+		dst = binary.AppendUvarint(dst, uint64(k))
+		last := 0
+		for i := 1; i < n; i++ {
+			x := zigzag(int64(vs[i]-vs[i-1]) - median)
+			if hi := x >> patchW; hi != 0 {
+				dst = binary.AppendUvarint(dst, uint64(i-1-last))
+				dst = binary.AppendUvarint(dst, hi)
+				last = i
+			}
+		}
 	}
 	*scratch = buf
 	return dst
@@ -196,11 +231,64 @@ func appendFOR(dst []byte, s forStats, rel uint64, packed []uint64) []byte {
 	return appendPacked(dst, packed, w)
 }
 
+// medianDelta is the median of d_i = v_i - v_(i-1) as int64 (n >= 2).
+func medianDelta(vs []uint64) int64 {
+	sc := getScratch(len(vs) - 1)
+	defer putScratch(sc)
+	ds := (*sc)[:0]
+	for i := 1; i < len(vs); i++ {
+		ds = append(ds, vs[i]-vs[i-1])
+	}
+	slices.SortFunc(ds, func(a, b uint64) int { return cmpInt64(int64(a), int64(b)) })
+	*sc = ds
+	return int64(ds[len(ds)/2])
+}
+
+func lowMask(w uint) uint64 {
+	if w >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<w - 1
+}
+
+// patchedSize picks the width for intModePatched and returns it with the
+// exact encoded size after the v0 and median varints. The width minimises
+// the packed bits plus an estimate of the exception records; the size is then
+// computed exactly for the mode comparison.
+func patchedSize(vs []uint64, median int64) (uint, int) {
+	var hist [65]int // bit length of x_i
+	for i := 1; i < len(vs); i++ {
+		hist[width(zigzag(int64(vs[i]-vs[i-1])-median))]++
+	}
+	k := len(vs) - 1
+	bestW, bestCost := uint(64), 64*k
+	for w := 0; w <= 64; w++ {
+		cost := k * w
+		for l := w + 1; l <= 64; l++ {
+			// An exception: about a byte of index gap plus the high bits.
+			cost += hist[l] * (8 + 8*((l-w+6)/7))
+		}
+		if cost < bestCost {
+			bestW, bestCost = uint(w), cost
+		}
+	}
+	size := 1 + packedLen(k, bestW)
+	exceptions, last := 0, 0
+	for i := 1; i < len(vs); i++ {
+		if hi := zigzag(int64(vs[i]-vs[i-1])-median) >> bestW; hi != 0 {
+			exceptions++
+			size += uvarintLen(uint64(i-1-last)) + uvarintLen(hi)
+			last = i
+		}
+	}
+	return bestW, size + uvarintLen(uint64(exceptions))
+}
+
 // bestSlope picks the slope for intModeLinear: the rounded mean step and the
 // median step are tried (the median ignores a few outliers such as a missed
 // scrape, the mean follows a drifting rate) and the one with the narrower
 // residuals wins.
-func bestSlope(vs []uint64) (int64, forStats) {
+func bestSlope(vs []uint64, median int64) (int64, forStats) {
 	n := len(vs)
 	span := int64(vs[n-1] - vs[0])
 	den := int64(n - 1)
@@ -208,15 +296,6 @@ func bestSlope(vs []uint64) (int64, forStats) {
 	if r := span % den; 2*abs64(r) >= den {
 		mean += sign64(r)
 	}
-	sc := getScratch(n - 1)
-	ds := (*sc)[:0]
-	for i := 1; i < n; i++ {
-		ds = append(ds, vs[i]-vs[i-1])
-	}
-	slices.SortFunc(ds, func(a, b uint64) int { return cmpInt64(int64(a), int64(b)) })
-	median := int64(ds[len(ds)/2])
-	*sc = ds
-	putScratch(sc)
 
 	best, bestStats := mean, linearStats(vs, mean)
 	if median != mean {
@@ -398,6 +477,8 @@ func decodeIntsPage(dst []uint64, src []byte, n int, prev uint64) ([]byte, error
 			dst[i] = dst[i-1] + d
 		}
 		return rest[packedLen(nz, w):], nil
+	case intModePatched:
+		return decodePatched(dst, src, n)
 	case intModeLinear:
 		slope, rest, err := readVarint(src, "slope")
 		if err != nil {
@@ -416,4 +497,53 @@ func decodeIntsPage(dst []uint64, src []byte, n int, prev uint64) ([]byte, error
 		return rest[packedLen(n-1, w):], nil
 	}
 	return src, fmt.Errorf("BUG: unhandled int mode %d", mode)
+}
+
+// decodePatched decodes the rest of an intModePatched page; dst[0] is set.
+func decodePatched(dst []uint64, src []byte, n int) ([]byte, error) {
+	median, src, err := readVarint(src, "median delta")
+	if err != nil {
+		return src, err
+	}
+	wb, src, err := readByte(src, "patched width")
+	if err != nil {
+		return src, err
+	}
+	if wb > 64 {
+		return src, fmt.Errorf("patched width %d: %w", wb, ErrCorrupt)
+	}
+	w := uint(wb)
+	if l := packedLen(n-1, w); len(src) < l {
+		return src, fmt.Errorf("packed values need %d bytes, have %d: %w", l, len(src), ErrCorrupt)
+	}
+	xs := dst[1:n]
+	unpack(xs, src, n-1, w, 0)
+	src = src[packedLen(n-1, w):]
+	k, src, err := readCount(src, "exception count", n-1)
+	if err != nil {
+		return src, err
+	}
+	idx := -1
+	for j := 0; j < k; j++ {
+		var gap, hi uint64
+		if gap, src, err = readUvarint(src, "exception index"); err != nil {
+			return src, err
+		}
+		if gap >= uint64(n) || idx+1+int(gap) >= n-1 {
+			return src, fmt.Errorf("exception index out of range: %w", ErrCorrupt)
+		}
+		idx += 1 + int(gap)
+		if hi, src, err = readUvarint(src, "exception value"); err != nil {
+			return src, err
+		}
+		if hi == 0 || w == 64 || hi>>(64-w) != 0 {
+			return src, fmt.Errorf("exception high bits %#x at width %d: %w", hi, w, ErrCorrupt)
+		}
+		xs[idx] |= hi << w
+	}
+	m := uint64(median)
+	for i := 1; i < n; i++ {
+		dst[i] = dst[i-1] + uint64(unzigzag(dst[i])) + m
+	}
+	return src, nil
 }

@@ -112,21 +112,38 @@ func TestIntModesRoundTrip(t *testing.T) {
 		"for":     {5, 9, 2, 7, 1, 8, 3, 6, 4, 0, 9, 9, 2},
 		"delta":   {1000, 1003, 1001, 1006, 1004, 1002, 1009, 1003, 1000},
 		"dod":     {0, 10, 30, 60, 100, 150, 210, 280, 360, 450, 550, 660},
-		"varint":  {0, 1, 2, 3, 1 << 40, 1<<40 + 1, 1<<40 + 2, 5, 6, 7},
 		"sparse":  {3, 3, 3, 3, 3, 3, 90, 90, 90, 90, 90, 90, 90, 90, 12, 12, 12, 12, 12, 12, 12, 12},
 		"linear":  {100, 207, 300, 407, 500, 607, 700, 807, 900, 1007, 1100, 1207, 1300, 1407, 1500, 1607},
 		"wrapped": {math.MaxInt64, math.MinInt64, math.MaxInt64, math.MinInt64},
 	}
-	// A long column with one burst of noise: paging confines the wide
-	// widths to the burst's page.
+	// Deltas alternating between tiny and 2^20: varint beats every width.
+	varint := make([]int64, 64)
+	for i := 1; i < len(varint); i++ {
+		d := int64(50)
+		if i%2 == 0 {
+			d = 1<<20 + int64(i)
+		}
+		varint[i] = varint[i-1] + d
+	}
+	cols["varint"] = varint
+	// A long column whose noise amplitude changes page by page: paging lets
+	// each page pick its own width.
 	paged := make([]int64, 1000)
 	for i := range paged {
-		paged[i] = int64(i) * 15000
-		if i >= 500 && i < 520 {
-			paged[i] += int64(i*7919) % 100000
-		}
+		amp := int64(1) << (8 * ((i / 128) % 3))
+		paged[i] = int64(i)*15000 + (int64(i)*7919)%amp
 	}
 	cols["paged"] = paged
+	// Mostly steady deltas with a few jumps: patched deltas.
+	patched := make([]int64, 200)
+	for i := 1; i < len(patched); i++ {
+		d := 650_000 + (int64(i)*7919)%5000
+		if i%50 == 0 {
+			d = -250_000_000
+		}
+		patched[i] = patched[i-1] + d
+	}
+	cols["patched"] = patched
 	seen := map[byte]bool{}
 	for name, vs := range cols {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/model/value"
+	promstorage "github.com/prometheus/prometheus/storage"
+)
+
+func TestAppendSemantics(t *testing.T) {
+	ls := labels.FromStrings("__name__", "m", "job", "a")
+	const min = int64(time.Minute / time.Millisecond)
+	tests := []struct {
+		name    string
+		t       int64
+		v       float64
+		wantErr error
+	}{
+		{name: "duplicate same value is idempotent", t: 20 * min, v: 20},
+		{name: "duplicate different value", t: 20 * min, v: 21, wantErr: ErrDuplicateSample},
+		{name: "out of order within window", t: 15 * min, v: 15},
+		{name: "out of order duplicate same value", t: 15 * min, v: 15},
+		{name: "out of order duplicate different value", t: 15 * min, v: 16, wantErr: ErrDuplicateSample},
+		{name: "beyond window", t: 9*min - 1, v: 9, wantErr: ErrOutOfWindow},
+		{name: "in order", t: 21 * min, v: 21},
+	}
+	db := openTestDB(t, testOptions())
+	mustAppend(t, db, ls, 10*min, 10)
+	mustAppend(t, db, ls, 20*min, 20)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			app := db.Appender(context.Background())
+			_, err := app.Append(0, ls, tc.t, tc.v)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("append err = %v, want %v", err, tc.wantErr)
+			}
+			if err := app.Commit(); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+		})
+	}
+	res := queryAll(t, db, 0, 100*min)[ls.String()]
+	want := []int64{10 * min, 15 * min, 20 * min, 21 * min}
+	if len(res) != len(want) {
+		t.Fatalf("got %d samples %v, want %v", len(res), res, want)
+	}
+	for i, g := range res {
+		if g.T != want[i] || g.V != float64(g.T/min) {
+			t.Fatalf("sample %d = %+v, want t=%d v=%d", i, g, want[i], want[i]/min)
+		}
+	}
+	if !errors.Is(ErrOutOfWindow, promstorage.ErrTooOldSample) || !errors.Is(ErrDuplicateSample, promstorage.ErrDuplicateSampleForTimestamp) || !errors.Is(ErrTooFarInFuture, promstorage.ErrOutOfBounds) {
+		t.Fatal("weft errors must match their Prometheus equivalents")
+	}
+	st := db.Stats()
+	if st.SamplesRejected[RejectDuplicate] != 2 || st.SamplesRejected[RejectOutOfWindow] != 1 {
+		t.Fatalf("rejected = %v", st.SamplesRejected)
+	}
+}
+
+func TestNaNDuplicates(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	ls := labels.FromStrings("__name__", "nan")
+	mustAppend(t, db, ls, 1000, math.NaN())
+	app := db.Appender(context.Background())
+	if _, err := app.Append(0, ls, 1000, math.NaN()); err != nil {
+		t.Fatalf("same NaN kind: %v", err)
+	}
+	if _, err := app.Append(0, ls, 1000, math.Float64frombits(value.StaleNaN)); !errors.Is(err, ErrDuplicateSample) {
+		t.Fatalf("stale NaN over NaN: err = %v", err)
+	}
+	_ = app.Rollback()
+}
+
+func TestInvalidLabels(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	for name, ls := range map[string]labels.Labels{
+		"empty":     labels.EmptyLabels(),
+		"bad utf8":  labels.FromStrings("__name__", "x", "a", "\xff"),
+		"duplicate": labels.New(labels.Label{Name: "a", Value: "1"}, labels.Label{Name: "a", Value: "2"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			app := db.Appender(context.Background())
+			if _, err := app.Append(0, ls, 1, 1); !errors.Is(err, ErrInvalidLabels) {
+				t.Fatalf("err = %v, want ErrInvalidLabels", err)
+			}
+			_ = app.Rollback()
+		})
+	}
+}
+
+func TestTooFarInFuture(t *testing.T) {
+	opts := testOptions()
+	now := time.UnixMilli(1_000_000)
+	opts.Now = func() time.Time { return now }
+	db := openTestDB(t, opts)
+	app := db.Appender(context.Background())
+	if _, err := app.Append(0, labels.FromStrings("__name__", "f"), now.Add(2*time.Hour).UnixMilli(), 1); !errors.Is(err, ErrTooFarInFuture) {
+		t.Fatalf("err = %v", err)
+	}
+	_ = app.Rollback()
+}
+
+func TestRollbackDiscards(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	ls := labels.FromStrings("__name__", "r")
+	app := db.Appender(context.Background())
+	if _, err := app.Append(0, ls, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if res := queryAll(t, db, 0, 10); len(res) != 0 {
+		t.Fatalf("rolled back samples visible: %v", res)
+	}
+}
+
+func TestHistogramsExemplarsMetadataST(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	ctx := context.Background()
+	h := &histogram.Histogram{Schema: 1, Count: 5, Sum: 12, ZeroCount: 1, ZeroThreshold: 0.001,
+		PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{2, 0}}
+	fh := &histogram.FloatHistogram{Schema: histogram.CustomBucketsSchema, Count: 3.5, Sum: 7,
+		PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []float64{1.5, 2}, CustomValues: []float64{1, 5}}
+	hl := labels.FromStrings("__name__", "h")
+	fl := labels.FromStrings("__name__", "fh")
+	cl := labels.FromStrings("__name__", "c_total")
+	app := db.AppenderV2(ctx)
+	for i := int64(0); i < 3; i++ {
+		if _, err := app.Append(0, hl, 0, 1000*(i+1), 0, h, nil, promstorage.AOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.Append(0, fl, 0, 1000*(i+1), 0, nil, fh, promstorage.AOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "abc"), Value: 3, Ts: 2000, HasTs: true}
+	md := metadata.Metadata{Type: model.MetricTypeCounter, Help: "a counter", Unit: "seconds"}
+	if _, err := app.Append(0, cl, 500, 2000, 3, nil, nil, promstorage.AOptions{Metadata: md, Exemplars: []exemplar.Exemplar{ex}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	res := queryAll(t, db, 0, 10_000)
+	if got := res[hl.String()]; len(got) != 3 || !got[0].H.Equals(h.ToFloat(nil)) {
+		t.Fatalf("histogram series = %+v", got)
+	}
+	if got := res[fl.String()]; len(got) != 3 || !got[2].H.Equals(fh) {
+		t.Fatalf("float histogram series = %+v", got)
+	}
+	if got := res[cl.String()]; len(got) != 1 || got[0].ST != 500 || got[0].V != 3 {
+		t.Fatalf("counter with start timestamp = %+v", got)
+	}
+	m, err := db.Metadata(ctx, "c_total", 0)
+	if err != nil || len(m["c_total"]) != 1 || m["c_total"][0] != md {
+		t.Fatalf("metadata = %v, %v", m, err)
+	}
+	eq, err := db.ExemplarQuerier(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs, err := eq.Select(0, 10_000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "c_total")})
+	if err != nil || len(exs) != 1 || len(exs[0].Exemplars) != 1 || !exs[0].Exemplars[0].Equals(ex) {
+		t.Fatalf("exemplars = %v, %v", exs, err)
+	}
+
+	// V1 start-timestamp zero sample: a 0 at st before the first sample.
+	app1 := db.Appender(ctx)
+	zl := labels.FromStrings("__name__", "z_total")
+	if _, err := app1.AppendSTZeroSample(0, zl, 5000, 4000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app1.Append(0, zl, 5000, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := app1.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryAll(t, db, 0, 10_000)[zl.String()]; len(got) != 2 || got[0].T != 4000 || got[0].V != 0 || got[1].V != 7 {
+		t.Fatalf("st zero sample series = %+v", got)
+	}
+}
+
+func TestExemplarRingBounded(t *testing.T) {
+	opts := testOptions()
+	opts.MaxExemplarsPerSeries = 3
+	db := openTestDB(t, opts)
+	ls := labels.FromStrings("__name__", "e")
+	for i := int64(1); i <= 5; i++ {
+		app := db.Appender(context.Background())
+		ref, err := app.Append(0, ls, i, float64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.AppendExemplar(ref, ls, exemplar.Exemplar{Labels: labels.FromStrings("id", "x"), Value: float64(i), Ts: i, HasTs: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eq, _ := db.ExemplarQuerier(context.Background())
+	res, err := eq.Select(0, 10, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "e")})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("select: %v %v", res, err)
+	}
+	var ts []int64
+	for _, e := range res[0].Exemplars {
+		ts = append(ts, e.Ts)
+	}
+	if len(ts) != 3 || ts[0] != 3 || ts[2] != 5 {
+		t.Fatalf("exemplar timestamps = %v, want [3 4 5]", ts)
+	}
+}

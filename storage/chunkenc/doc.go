@@ -35,7 +35,9 @@
 //     reference bit packing of the values, of deltas, of delta-of-deltas, of
 //     residuals from a line (start + i*step: an exact scrape grid costs a few
 //     bytes whatever its length, jitter a few bits per sample), of the
-//     non-zero deltas behind a bitmap, or zigzag varint deltas. Columns
+//     non-zero deltas behind a bitmap, patched deltas (most in a narrow band
+//     around the median, outliers as exceptions), or zigzag varint deltas.
+//     Columns
 //     longer than 256 values are also tried in pages of 128 with a mode per
 //     page.
 //   - Float columns are a constant, Gorilla XOR, or decimal: the smallest

@@ -89,6 +89,15 @@ func unmarshalBitmap(bm *roaring64.Bitmap, b []byte) (err error) {
 			err = fmt.Errorf("roaring decoder panicked (%v): %w", r, ErrCorrupt)
 		}
 	}()
+	// roaring64 allocates from the bucket count in the header before reading
+	// the buckets; bound it by what the input can hold (a bucket is at least
+	// a 4-byte key and an 8-byte 32-bit bitmap header).
+	if len(b) < 8 {
+		return fmt.Errorf("short bitmap: %w", ErrCorrupt)
+	}
+	if n := binary.LittleEndian.Uint64(b); n > uint64(len(b)-8)/12 {
+		return fmt.Errorf("bitmap claims %d buckets in %d bytes: %w", n, len(b), ErrCorrupt)
+	}
 	r := bytes.NewReader(b)
 	if _, err := bm.ReadFrom(r); err != nil {
 		return fmt.Errorf("%v: %w", err, ErrCorrupt)

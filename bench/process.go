@@ -138,7 +138,11 @@ func Start(ctx context.Context, spec TargetSpec, dir string, readyTimeout time.D
 	if err != nil {
 		return nil, fmt.Errorf("create log: %w", err)
 	}
-	p.cmd = exec.Command(spec.Binary, args...)
+	bin, err := filepath.Abs(spec.Binary) // the command runs in dir
+	if err != nil {
+		return nil, fmt.Errorf("binary path: %w", err)
+	}
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	// Own process group, and killed with us if we die first.

@@ -44,11 +44,11 @@ func Suite() []Query {
 	return []Query{
 		{Name: "gpu_pods_all", Kind: Instant, Expr: `count by (__name__) ({__name__=~"DCGM_FI_DEV_.*", pod=~".+"})`},
 		{Name: "power_by_pod", Kind: Instant, Expr: `DCGM_FI_DEV_POWER_USAGE{pod=~".+"}`},
-		{Name: "util_run_regex", Kind: Instant, Expr: `sum by (run_id) (DCGM_FI_DEV_GPU_UTIL{run_id=~"r1.*"})`},
+		{Name: "util_run_regex", Kind: Instant, Expr: `sum by (run_id) (max_over_time(DCGM_FI_DEV_GPU_UTIL{run_id=~"r1.*"}[1h]))`},
 		{Name: "energy_rate_by_model_1h", Kind: Range, Expr: `sum by (model) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[5m]))`, Range: time.Hour, Step: time.Minute},
-		{Name: "energy_rate_by_model_24h", Kind: Range, Expr: `sum by (model) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[5m]))`, Range: 24 * time.Hour, Step: 15 * time.Minute},
+		{Name: "energy_rate_by_model_24h", Kind: Range, Expr: `sum by (model) (rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[5m]))`, Range: 24 * time.Hour, Step: 5 * time.Minute},
 		{Name: "util_by_team_1h", Kind: Range, Expr: `avg by (team) (DCGM_FI_DEV_GPU_UTIL)`, Range: time.Hour, Step: time.Minute},
-		{Name: "topk_temp", Kind: Instant, Expr: `topk(10, max by (Hostname) (DCGM_FI_DEV_GPU_TEMP))`},
+		{Name: "topk_power", Kind: Instant, Expr: `topk(10, avg by (Hostname) (DCGM_FI_DEV_POWER_USAGE))`},
 		{Name: "e2e_p99_by_model", Kind: Instant, Expr: `histogram_quantile(0.99, sum by (model_name, le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))`},
 		{Name: "ttft_p50_by_model_1h", Kind: Range, Expr: `histogram_quantile(0.5, sum by (model_name, le) (rate(vllm:time_to_first_token_seconds_bucket[5m])))`, Range: time.Hour, Step: time.Minute},
 		{Name: "tokens_by_model", Kind: Instant, Expr: `sum by (model_name) (rate(vllm:generation_tokens_total[5m]))`},
@@ -108,11 +108,11 @@ func (c *QueryClient) Do(ctx context.Context, q Query, evalTime int64) (*Result,
 		v.Set("start", fmtTime(start))
 		v.Set("end", fmtTime(end))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+path, strings.NewReader(v.Encode()))
+	// GET: label values accepts nothing else, and every suite URL is short.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+path+"?"+v.Encode(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("new request: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := c.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", q.Name, err)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,15 +102,27 @@ func (p *pacer) reserve(samples int) time.Time {
 	return t
 }
 
-// Run sends payloads until all are sent, ctx ends, or (when until is not
-// zero) until passes. With rate > 0 sends are paced to rate samples/s over
-// all lanes and MaxLag reports how far sends fell behind the schedule.
-func (r *Replayer) Run(ctx context.Context, rate float64, until time.Time) SendStats {
+// Limits bound one Run. The zero value sends everything, unpaced.
+type Limits struct {
+	// Rate > 0 paces sends to Rate samples/s over all lanes; MaxLag then
+	// reports how far sends fell behind the schedule.
+	Rate float64
+	// Until, when not zero, stops starting sends after this time.
+	Until time.Time
+	// MaxSamples > 0 stops starting sends once this many samples were sent.
+	MaxSamples int
+}
+
+// Run sends payloads until all are sent, ctx ends or a limit is reached;
+// payloads not sent stay queued for the next Run.
+func (r *Replayer) Run(ctx context.Context, lim Limits) SendStats {
 	var (
-		mu  sync.Mutex
-		tot = SendStats{OfferedPerSecond: rate}
-		wg  sync.WaitGroup
+		mu    sync.Mutex
+		tot   = SendStats{OfferedPerSecond: lim.Rate}
+		wg    sync.WaitGroup
+		taken atomic.Int64
 	)
+	rate, until := lim.Rate, lim.Until
 	began := time.Now()
 	var pc *pacer
 	if rate > 0 {
@@ -122,6 +135,9 @@ func (r *Replayer) Run(ctx context.Context, rate float64, until time.Time) SendS
 			var st SendStats
 			for r.pos[lane] < len(r.lanes[lane]) && ctx.Err() == nil {
 				p := r.lanes[lane][r.pos[lane]]
+				if lim.MaxSamples > 0 && taken.Add(int64(p.Samples))-int64(p.Samples) >= int64(lim.MaxSamples) {
+					break
+				}
 				if pc != nil {
 					at := pc.reserve(p.Samples)
 					if !until.IsZero() && at.After(until) {
@@ -224,6 +240,10 @@ type StepOptions struct {
 	// MaxLag is how far sends may fall behind the schedule before the step
 	// counts as not sustained (lag growing means the target cannot keep up).
 	MaxLag time.Duration
+	// WarmupSamples are sent unpaced before the first step, so the steps
+	// measure steady-state ingest rather than the creation of every series
+	// (the spike measures that).
+	WarmupSamples int
 }
 
 // DefaultStepOptions suit the small scale on a few cores.
@@ -248,34 +268,45 @@ type MaxRate struct {
 	Max       float64
 	Saturated bool
 	Steps     []StepResult
-	// Total covers the stepped phase and the unpaced drain that delivers the
-	// rest of the segment, so every target ends with the same data.
+	// Drain is the unpaced send of what the steps left over; Total covers
+	// warm-up, steps and drain, so every target ends with the same data.
+	Drain SendStats
 	Total SendStats
 }
 
-// FindMaxRate steps the offered rate up until a step is not sustained or the
-// segment runs out, then sends what is left unpaced.
+// FindMaxRate sends the warm-up, steps the offered rate up until a step is
+// not sustained or the segment runs out, then sends what is left unpaced.
+// While no step has been sustained a failing step halves the rate instead,
+// so a slow target still gets a figure. At most MaxSteps steps run.
 func (r *Replayer) FindMaxRate(ctx context.Context, so StepOptions) MaxRate {
 	var res MaxRate
+	if so.WarmupSamples > 0 {
+		res.Total.merge(r.Run(ctx, Limits{MaxSamples: so.WarmupSamples}))
+	}
 	rate := so.StartRate
 	for i := 0; i < so.MaxSteps && r.Left() > 0 && ctx.Err() == nil; i++ {
-		st := r.Run(ctx, rate, time.Now().Add(so.StepDuration))
+		st := r.Run(ctx, Limits{Rate: rate, Until: time.Now().Add(so.StepDuration)})
 		res.Total.merge(st)
 		sr := StepResult{Offered: rate, Achieved: st.SamplesPerSecond(), MaxLagS: st.MaxLag.Seconds(), Rejection: st.Rejections}
-		// A step that ran out of payloads early has nothing to say about lag.
 		sr.Sustained = st.Rejections == 0 && st.MaxLag <= so.MaxLag
 		res.Steps = append(res.Steps, sr)
 		if !sr.Sustained {
-			res.Saturated = true
-			break
+			if res.Max > 0 {
+				res.Saturated = true
+				break
+			}
+			rate /= 2
+			continue
 		}
+		// A step that ran out of payloads early says little about the rate.
 		if st.Remaining > 0 || st.Wall >= so.StepDuration/2 {
-			res.Max = rate
+			res.Max = max(res.Max, rate)
 		}
 		rate *= so.Factor
 	}
 	if r.Left() > 0 {
-		res.Total.merge(r.Run(ctx, 0, time.Time{}))
+		res.Drain = r.Run(ctx, Limits{})
+		res.Total.merge(res.Drain)
 	}
 	return res
 }

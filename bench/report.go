@@ -19,6 +19,7 @@ type metricRow struct {
 
 var reportRows = []metricRow{
 	{"max ingest (samples/s, RW1)", false, func(r SystemResult) (float64, bool) { return r.MaxIngestSamplesPerS, r.MaxIngestSamplesPerS > 0 }},
+	{"RW1 unpaced (samples/s)", false, func(r SystemResult) (float64, bool) { return r.RW1DrainSamplesPerS, r.RW1DrainSamplesPerS > 0 }},
 	{"RSS bytes / active series", true, func(r SystemResult) (float64, bool) { return r.RSSBytesPerActiveSeries, r.RSSBytesPerActiveSeries > 0 }},
 	{"CPU s / 1M samples", true, func(r SystemResult) (float64, bool) { return r.CPUSecondsPerMillion, r.CPUSecondsPerMillion > 0 }},
 	{"disk bytes / sample", true, func(r SystemResult) (float64, bool) { return r.DiskBytesPerSample, r.DiskBytesPerSample > 0 }},
@@ -44,7 +45,7 @@ var reportRows = []metricRow{
 func protoGet(p Protocol, f func(ProtocolResult) float64) func(SystemResult) (float64, bool) {
 	return func(r SystemResult) (float64, bool) {
 		for _, pr := range r.Protocols {
-			if pr.Protocol == p && pr.AcceptedSamples > 0 {
+			if pr.Protocol == p && pr.AcceptedSamples > 0 && pr.Stored {
 				return f(pr), true
 			}
 		}

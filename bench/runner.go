@@ -46,8 +46,12 @@ type ProtocolResult struct {
 	AcceptedSamples int      `json:"accepted_samples"`
 	Rejections      int      `json:"rejections"`
 	LastError       string   `json:"last_error,omitempty"`
-	WriteP50S       float64  `json:"write_p50_s"`
-	WriteP99S       float64  `json:"write_p99_s"`
+	// Stored says a query after the segment found every GPU series of its
+	// last scrape; a 2xx without the data (a receiver ignoring a message it
+	// does not know) is not throughput.
+	Stored    bool    `json:"stored"`
+	WriteP50S float64 `json:"write_p50_s"`
+	WriteP99S float64 `json:"write_p99_s"`
 }
 
 // SpikeResult is the burst of new series: how long the target took to
@@ -82,22 +86,25 @@ type SystemResult struct {
 	QueryP50S               float64 `json:"query_p50_s"`
 	QueryP99S               float64 `json:"query_p99_s"`
 
-	Error             string           `json:"error,omitempty"`
-	MaxIngestBound    bool             `json:"max_ingest_is_lower_bound"`
-	ActiveSeries      int              `json:"active_series"`
-	SamplesSent       int              `json:"samples_sent"`
-	SamplesAccepted   int              `json:"samples_accepted"`
-	PeakRSSBytes      int64            `json:"peak_rss_bytes"`
-	IngestRSSBytes    int64            `json:"ingest_peak_rss_bytes"`
-	CPUSecondsIngest  float64          `json:"cpu_seconds_ingest"`
-	DiskBytes         int64            `json:"disk_bytes"`
-	DiskApparentBytes int64            `json:"disk_apparent_bytes"`
-	GracefulStop      bool             `json:"graceful_stop"`
-	Steps             []StepResult     `json:"rate_steps"`
-	Protocols         []ProtocolResult `json:"protocols"`
-	Spike             *SpikeResult     `json:"spike,omitempty"`
-	Queries           []QueryResult    `json:"queries"`
-	QueryDiffs        int              `json:"queries_differing"`
+	Error          string `json:"error,omitempty"`
+	MaxIngestBound bool   `json:"max_ingest_is_lower_bound"`
+	// RW1DrainSamplesPerS is the unpaced (closed-loop) RW1 rate after the
+	// rate search; 0 when nothing was left to drain.
+	RW1DrainSamplesPerS float64          `json:"rw1_unpaced_samples_per_s"`
+	ActiveSeries        int              `json:"active_series"`
+	SamplesSent         int              `json:"samples_sent"`
+	SamplesAccepted     int              `json:"samples_accepted"`
+	PeakRSSBytes        int64            `json:"peak_rss_bytes"`
+	IngestRSSBytes      int64            `json:"ingest_peak_rss_bytes"`
+	CPUSecondsIngest    float64          `json:"cpu_seconds_ingest"`
+	DiskBytes           int64            `json:"disk_bytes"`
+	DiskApparentBytes   int64            `json:"disk_apparent_bytes"`
+	GracefulStop        bool             `json:"graceful_stop"`
+	Steps               []StepResult     `json:"rate_steps"`
+	Protocols           []ProtocolResult `json:"protocols"`
+	Spike               *SpikeResult     `json:"spike,omitempty"`
+	Queries             []QueryResult    `json:"queries"`
+	QueryDiffs          int              `json:"queries_differing"`
 }
 
 func (o RunOptions) log() *slog.Logger {
@@ -150,7 +157,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 	url := p.Base + spec.WritePath
 	c0 := cpu()
 	lg.Info("ingest", "protocol", primary.Protocol, "samples", primary.Samples)
-	mr := NewReplayer(client, url, primary, w.Opts.Workers).FindMaxRate(ctx, o.Step)
+	mr := NewReplayer(client, url, primary, w.Opts.Workers).FindMaxRate(ctx, o.stepFor(w))
 	if err := p.Flush(ctx); err != nil {
 		return fail("flush", err)
 	}
@@ -159,7 +166,12 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 	res.Steps = mr.Steps
 	res.MaxIngestSamplesPerS, res.MaxIngestBound = mr.Max, !mr.Saturated
 	res.SamplesAccepted += mr.Total.AcceptedSamples
-	res.Protocols = append(res.Protocols, protoResult(primary.Protocol, mr.Total))
+	pr := protoResult(primary.Protocol, mr.Total)
+	pr.Stored = verifySegment(ctx, qc, p, primary, &pr)
+	res.Protocols = append(res.Protocols, pr)
+	if mr.Drain.AcceptedSamples > 0 {
+		res.RW1DrainSamplesPerS = mr.Drain.SamplesPerSecond()
+	}
 	if mr.Total.AcceptedSamples == 0 {
 		return fail("ingest", fmt.Errorf("no sample accepted: %s", mr.Total.LastError))
 	}
@@ -181,10 +193,16 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 		}
 		lg.Info("ingest", "protocol", seg.Protocol, "samples", seg.Samples)
 		c0 := cpu()
-		st := NewReplayer(client, u, seg, w.Opts.Workers).Run(ctx, 0, time.Time{})
+		st := NewReplayer(client, u, seg, w.Opts.Workers).Run(ctx, Limits{})
 		res.CPUSecondsIngest += cpu() - c0
-		res.SamplesAccepted += st.AcceptedSamples
-		res.Protocols = append(res.Protocols, protoResult(seg.Protocol, st))
+		pr := protoResult(seg.Protocol, st)
+		if err := p.Flush(ctx); err != nil {
+			return fail("flush", err)
+		}
+		if pr.Stored = verifySegment(ctx, qc, p, seg, &pr); pr.Stored {
+			res.SamplesAccepted += st.AcceptedSamples
+		}
+		res.Protocols = append(res.Protocols, pr)
 	}
 
 	// 4. Spike: a burst of new series, unpaced; then wait until visible.
@@ -192,7 +210,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 		lg.Info("spike", "series", w.SpikeSeries)
 		c0 := cpu()
 		t0 := time.Now()
-		st := NewReplayer(client, url, w.Spike, w.Opts.Workers).Run(ctx, 0, time.Time{})
+		st := NewReplayer(client, url, w.Spike, w.Opts.Workers).Run(ctx, Limits{})
 		sr := &SpikeResult{Series: w.SpikeSeries, AbsorbS: time.Since(t0).Seconds(), Rejections: st.Rejections, LastError: st.LastError, VisibleS: -1}
 		res.CPUSecondsIngest += cpu() - c0
 		res.SamplesAccepted += st.AcceptedSamples
@@ -227,6 +245,39 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 		res.DiskBytesPerSample = float64(res.DiskBytes) / float64(res.SamplesAccepted)
 	}
 	return res
+}
+
+// verifySegment checks that the target answers count(DCGM_FI_DEV_GPU_UTIL)
+// at the end of seg with the generator's number of active GPUs, and notes
+// what it found in pr.LastError otherwise.
+func verifySegment(ctx context.Context, qc *QueryClient, p *Process, seg *SegmentData, pr *ProtocolResult) bool {
+	q := Query{Name: "verify_" + string(seg.Protocol), Kind: Instant, Expr: `count(DCGM_FI_DEV_GPU_UTIL)`}
+	r, err := qc.Do(ctx, q, seg.Expect.EvalTime)
+	got := 0.0
+	if err == nil && len(r.Keys) == 1 && len(r.Points[r.Keys[0]]) == 1 {
+		got = r.Points[r.Keys[0]][0][1]
+	}
+	if got == float64(seg.Expect.ActiveGPUs) {
+		return true
+	}
+	msg := fmt.Sprintf("not stored: count(DCGM_FI_DEV_GPU_UTIL) after the segment = %v, want %d", got, seg.Expect.ActiveGPUs)
+	if err != nil {
+		msg = fmt.Sprintf("not verified: %v", err)
+	}
+	if pr.LastError != "" {
+		msg += "; " + pr.LastError
+	}
+	pr.LastError = msg
+	return false
+}
+
+// stepFor fills in the warm-up: one scrape of every active series.
+func (o RunOptions) stepFor(w *Workload) StepOptions {
+	so := o.Step
+	if so.WarmupSamples == 0 {
+		so.WarmupSamples = w.ActiveSeries * w.Opts.SamplesPerSeriesPerRequest
+	}
+	return so
 }
 
 func protoResult(p Protocol, st SendStats) ProtocolResult {

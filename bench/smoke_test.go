@@ -68,7 +68,7 @@ func runSmoke(t *testing.T, spec TargetSpec) {
 	qc := &QueryClient{Client: client, Base: p.Base}
 
 	for i, seg := range w.Segments {
-		st := NewReplayer(client, p.Base+spec.WritePath, seg, o.Workers).Run(ctx, 0, time.Time{})
+		st := NewReplayer(client, p.Base+spec.WritePath, seg, o.Workers).Run(ctx, Limits{})
 		if st.Rejections != 0 || st.AcceptedSamples != seg.Samples {
 			t.Fatalf("%s: accepted %d of %d samples, %d rejections, last error %q", seg.Protocol, st.AcceptedSamples, seg.Samples, st.Rejections, st.LastError)
 		}

@@ -119,7 +119,7 @@ func Scale(name string) (WorkloadOptions, error) {
 		o.ActiveSeries = 600
 		o.ChurnPerMinute = 300
 		o.SpikeSeries = 300
-		o.Duration = 5 * time.Minute
+		o.Duration = 10 * time.Minute
 		o.SamplesPerRequest = 500
 		o.Workers = 4
 	case "small":

@@ -174,12 +174,14 @@ func (db *DB) writePending(ss []*memSeries) error {
 		return fmt.Errorf("write chunks: %w", err)
 	}
 	for i, s := range ss {
+		popped := 0
 		s.mu.Lock()
 		if s.ext != nil {
 			for _, c := range written[i] {
 				if len(s.ext.pending) > 0 && s.ext.pending[0] == c {
 					s.ext.pending[0] = nil
 					s.ext.pending = s.ext.pending[1:]
+					popped++
 				}
 			}
 			if len(s.ext.pending) == 0 {
@@ -187,7 +189,7 @@ func (db *DB) writePending(ss []*memSeries) error {
 			}
 		}
 		s.mu.Unlock()
-		db.sealedChunks.Add(-int64(len(written[i])))
+		db.sealedChunks.Add(-int64(popped))
 	}
 	return nil
 }

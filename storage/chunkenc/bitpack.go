@@ -58,21 +58,51 @@ func unpack(dst []uint64, src []byte, n int, w uint, base uint64) {
 	if w == 64 {
 		mask = ^uint64(0)
 	}
-	var bit uint64
-	i := 0
-	// Fast path: one unaligned 8-byte load per value while 8 bytes remain.
-	if w <= 56 {
-		for ; i < n; i++ {
-			off := bit >> 3
-			if off+8 > uint64(len(src)) {
-				break
-			}
-			dst[i] = (binary.LittleEndian.Uint64(src[off:])>>(bit&7))&mask + base
+	i, bit := 0, uint64(0)
+	// Fast path: one unaligned 8-byte load per value for the values whose
+	// load stays inside src; no per-value length branch.
+	if w <= 56 && len(src) >= 8 {
+		fast := min(n, int((uint64(len(src)-8)*8)/uint64(w))+1)
+		for ; i < fast; i++ {
+			dst[i] = (binary.LittleEndian.Uint64(src[bit>>3:])>>(bit&7))&mask + base
 			bit += uint64(w)
 		}
 	}
 	for ; i < n; i++ {
 		dst[i] = readBitsAt(src, bit, w) + base
+		bit += uint64(w)
+	}
+}
+
+// unpackDeltas is unpack followed by a running sum: dst[i] = dst[i-1] +
+// packed_i + base, with dst[-1] = start. Fusing the two passes is what makes
+// delta columns (most timestamp chunks) cheap to decode.
+func unpackDeltas(dst []uint64, src []byte, n int, w uint, base, start uint64) {
+	dst = dst[:n]
+	acc := start
+	if w == 0 {
+		for i := range dst {
+			acc += base
+			dst[i] = acc
+		}
+		return
+	}
+	mask := uint64(1)<<w - 1
+	if w == 64 {
+		mask = ^uint64(0)
+	}
+	i, bit := 0, uint64(0)
+	if w <= 56 && len(src) >= 8 {
+		fast := min(n, int((uint64(len(src)-8)*8)/uint64(w))+1)
+		for ; i < fast; i++ {
+			acc += (binary.LittleEndian.Uint64(src[bit>>3:])>>(bit&7))&mask + base
+			dst[i] = acc
+			bit += uint64(w)
+		}
+	}
+	for ; i < n; i++ {
+		acc += readBitsAt(src, bit, w) + base
+		dst[i] = acc
 		bit += uint64(w)
 	}
 }

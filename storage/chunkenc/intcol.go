@@ -414,10 +414,7 @@ func decodeIntsPage(dst []uint64, src []byte, n int, prev uint64) ([]byte, error
 		if err != nil {
 			return rest, err
 		}
-		unpack(dst[1:], rest, n-1, w, base)
-		for i := 1; i < n; i++ {
-			dst[i] += dst[i-1]
-		}
+		unpackDeltas(dst[1:], rest, n-1, w, base, dst[0])
 		return rest[packedLen(n-1, w):], nil
 	case intModeDoD:
 		d1, rest, err := readVarint(src, "first delta")

@@ -25,7 +25,16 @@ var reportRows = []metricRow{
 	{"disk bytes / sample", true, func(r SystemResult) (float64, bool) { return r.DiskBytesPerSample, r.DiskBytesPerSample > 0 }},
 	{"query p50 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP50S, r.QueryP50S > 0 }},
 	{"query p99 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP99S, r.QueryP99S > 0 }},
+	{"RW1 write p50 (s)", true, protoGet(RW1, func(p ProtocolResult) float64 { return p.WriteP50S })},
 	{"RW1 write p99 (s)", true, protoGet(RW1, func(p ProtocolResult) float64 { return p.WriteP99S })},
+	{"RW1 rejections", true, func(r SystemResult) (float64, bool) {
+		for _, p := range r.Protocols {
+			if p.Protocol == RW1 {
+				return float64(p.Rejections), true
+			}
+		}
+		return 0, false
+	}},
 	{"RW2 unpaced (samples/s)", false, protoGet(RW2, func(p ProtocolResult) float64 { return p.SamplesPerS })},
 	{"OTLP unpaced (samples/s)", false, protoGet(OTLP, func(p ProtocolResult) float64 { return p.SamplesPerS })},
 	{"spike absorb (s)", true, func(r SystemResult) (float64, bool) {
@@ -174,6 +183,8 @@ func trunc(s string, n int) string {
 
 func num(v float64) string {
 	switch {
+	case v == float64(int64(v)) && v < 1e4:
+		return fmt.Sprintf("%d", int64(v))
 	case v >= 1e6:
 		return fmt.Sprintf("%.2fM", v/1e6)
 	case v >= 1e4:

@@ -65,6 +65,7 @@ func runSmoke(t *testing.T, spec TargetSpec) {
 	}
 	t.Cleanup(p.Kill)
 	client := newClient(o.Workers)
+	t.Cleanup(client.CloseIdleConnections)
 	qc := &QueryClient{Client: client, Base: p.Base}
 
 	for i, seg := range w.Segments {

@@ -74,6 +74,67 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeSpeedup interleaves the two decoders of BenchmarkDecode
+// chunk batch by chunk batch and times each separately, so that load from
+// other processes hits both alike; "speedup" is weft's samples/s over
+// Prometheus'.
+func BenchmarkDecodeSpeedup(b *testing.B) {
+	all := telemetryDay()
+	for _, size := range []int{120, 480} {
+		chunks := chunkByCount(all, size)
+		weft := make([][]byte, len(chunks))
+		prom := make([]*promchunk.XORChunk, len(chunks))
+		samples := 0
+		for i, c := range chunks {
+			weft[i] = encodeWeft(c, nil)
+			prom[i] = encodeProm(b, c)
+			samples += len(c.t)
+		}
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			var it promchunk.Iterator
+			ts := make([]int64, 0, size)
+			vs := make([]float64, 0, size)
+			var lastT int64
+			var lastV float64
+			var promDur, weftDur time.Duration
+			const batch = 64 // chunks per timed slice: long enough to time, short enough to interleave
+			for b.Loop() {
+				for lo := 0; lo < len(chunks); lo += batch {
+					hi := min(lo+batch, len(chunks))
+					start := time.Now()
+					for _, c := range prom[lo:hi] {
+						it = c.Iterator(it)
+						for it.Next() == promchunk.ValFloat {
+							lastT, lastV = it.At()
+						}
+					}
+					mid := time.Now()
+					for _, c := range weft[lo:hi] {
+						var rest []byte
+						var err error
+						if ts, rest, err = DecodeTimestamps(ts[:0], c); err != nil {
+							b.Fatal(err)
+						}
+						if vs, _, err = DecodeFloats(vs[:0], rest); err != nil {
+							b.Fatal(err)
+						}
+						lastT, lastV = ts[len(ts)-1], vs[len(vs)-1]
+					}
+					weftDur += time.Since(mid)
+					promDur += mid.Sub(start)
+				}
+			}
+			if math.IsInf(float64(lastT)+lastV, 0) {
+				b.Log(lastT, lastV)
+			}
+			total := float64(samples) * float64(b.N)
+			b.ReportMetric(total/promDur.Seconds(), "prom-samples/s")
+			b.ReportMetric(total/weftDur.Seconds(), "weft-samples/s")
+			b.ReportMetric(promDur.Seconds()/weftDur.Seconds(), "speedup")
+		})
+	}
+}
+
 func reportDecode(b *testing.B, samples int, sink float64) {
 	b.Helper()
 	if math.IsInf(sink, 0) {

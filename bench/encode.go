@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
@@ -18,11 +21,17 @@ import (
 )
 
 // encodeChunks drains every chunk's buffered samples into one payload per
-// chunk in the segment's protocol.
+// chunk in the segment's protocol. Draining is sequential (it touches the
+// fleet); encoding and compression run on all cores, and payload order is
+// kept.
 func encodeChunks(sd *SegmentData, chunks []chunk) error {
-	var ss []*series
+	type job struct {
+		ss   []*series
+		lane int
+	}
+	var jobs []job
 	for _, c := range chunks {
-		ss = ss[:0]
+		var ss []*series
 		for _, u := range c.units {
 			u.drain(func(s *series) {
 				// drain clears s.buf after f returns, so copy what we keep.
@@ -31,14 +40,33 @@ func encodeChunks(sd *SegmentData, chunks []chunk) error {
 				ss = append(ss, &cp)
 			})
 		}
-		if len(ss) == 0 {
-			continue
+		if len(ss) > 0 {
+			jobs = append(jobs, job{ss, c.lane})
 		}
-		p, err := encode(sd.Protocol, ss)
-		if err != nil {
-			return fmt.Errorf("encode %s payload: %w", sd.Protocol, err)
+	}
+	out := make([]Payload, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				out[i], errs[i] = encode(sd.Protocol, jobs[i].ss)
+				out[i].Lane = jobs[i].lane
+			}
+		}()
+	}
+	wg.Wait()
+	for i, p := range out {
+		if errs[i] != nil {
+			return fmt.Errorf("encode %s payload: %w", sd.Protocol, errs[i])
 		}
-		p.Lane = c.lane
 		sd.Payloads = append(sd.Payloads, p)
 		sd.Samples += p.Samples
 		sd.Bytes += len(p.Body)

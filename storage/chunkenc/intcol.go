@@ -338,4 +338,3 @@ func cmpInt64(a, b int64) int {
 	}
 	return 0
 }
-

@@ -20,10 +20,13 @@ const (
 // chunkKeyLen is tag + partition + stream ID + start time.
 const chunkKeyLen = 1 + 8 + 8 + 8
 
-// chunkValueVersion is the first byte of every chunk value: 1 = a Prometheus
-// tsdb/chunkenc chunk (encoding byte follows). 2 is reserved for weft's
-// columnar storage/chunkenc format.
-const chunkValueVersion = 1
+// Chunk value versions (first byte of every chunk value): 1 = a Prometheus
+// tsdb/chunkenc chunk (encoding byte follows; read for compatibility), 2 =
+// weft's columnar layout (storage/chunkenc codecs), which is what is written.
+const (
+	chunkValueXOR      = 1
+	chunkValueColumnar = 2
+)
 
 // orderedInt maps an int64 to a uint64 whose big-endian bytes sort like the int.
 func orderedInt(v int64) uint64 { return uint64(v) ^ (1 << 63) }
@@ -44,22 +47,45 @@ func parseChunkKey(k []byte) (part int64, id uint64, mint int64, ok bool) {
 	return fromOrdered(binary.BigEndian.Uint64(k[1:])), binary.BigEndian.Uint64(k[9:]), fromOrdered(binary.BigEndian.Uint64(k[17:])), true
 }
 
+// appendChunkValue encodes c as a version 2 (columnar) value, converting
+// head chunks from their Prometheus encoding.
 func appendChunkValue(dst []byte, c *sealedChunk) []byte {
-	dst = append(dst, chunkValueVersion, byte(c.enc))
+	dst = append(dst, chunkValueColumnar)
 	dst = binary.AppendUvarint(dst, uint64(c.n))
 	dst = binary.AppendUvarint(dst, uint64(c.maxt-c.mint))
-	return append(dst, c.data...)
+	if c.enc == encColumnar {
+		return append(dst, c.data...)
+	}
+	cols := colPool.Get().(*columns)
+	defer colPool.Put(cols)
+	if err := cols.fromChunk(c.enc, c.data); err != nil {
+		panic(fmt.Sprintf("BUG: head chunk does not decode: %v", err))
+	}
+	return appendColumnar(dst, cols)
 }
 
 var errBadChunk = errors.New("bad chunk value")
 
 // decodeChunkValue parses a chunk value; data aliases v.
 func decodeChunkValue(v []byte, mint int64) (sealedChunk, error) {
-	if len(v) < 2 || v[0] != chunkValueVersion || !chunkenc.IsValidEncoding(chunkenc.Encoding(v[1])) {
+	if len(v) < 2 {
 		return sealedChunk{}, errBadChunk
 	}
-	c := sealedChunk{mint: mint, enc: chunkenc.Encoding(v[1])}
-	rest := v[2:]
+	var c sealedChunk
+	var rest []byte
+	switch v[0] {
+	case chunkValueXOR:
+		if !chunkenc.IsValidEncoding(chunkenc.Encoding(v[1])) {
+			return sealedChunk{}, errBadChunk
+		}
+		c = sealedChunk{mint: mint, enc: chunkenc.Encoding(v[1])}
+		rest = v[2:]
+	case chunkValueColumnar:
+		c = sealedChunk{mint: mint, enc: encColumnar}
+		rest = v[1:]
+	default:
+		return sealedChunk{}, errBadChunk
+	}
 	n, k := binary.Uvarint(rest)
 	if k <= 0 {
 		return sealedChunk{}, errBadChunk

@@ -259,6 +259,14 @@ func (db *DB) sealLocked(s *memSeries) {
 
 // chunkSamples decodes all samples of a chunk, appending to dst.
 func chunkSamples(enc chunkenc.Encoding, data []byte, dst []sample) []sample {
+	if enc == encColumnar {
+		var it colIterator
+		it.load(data)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			dst = append(dst, atSample(&it, vt))
+		}
+		return dst
+	}
 	c, err := chunkenc.FromData(enc, data)
 	if err != nil {
 		return dst

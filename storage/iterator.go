@@ -61,7 +61,19 @@ func (it *seriesIterator) openSource(s *source) {
 		o = &openSrc{}
 	}
 	o.maxt = s.maxt
-	if s.data != nil {
+	if s.data != nil && s.enc == encColumnar {
+		ci, ok := o.it.(*colIterator)
+		if !ok {
+			ci = &colIterator{}
+		}
+		ci.load(s.data)
+		if ci.err != nil {
+			it.err = ci.err
+			it.free = append(it.free, o)
+			return
+		}
+		o.it = ci
+	} else if s.data != nil {
 		c, err := chunkenc.FromData(s.enc, s.data)
 		if err != nil {
 			it.err = err

@@ -88,6 +88,9 @@ func newAgent(opts Options, src source) (*Agent, error) {
 	if opts.Naming != NamingDCGM && opts.Naming != NamingOTel {
 		return nil, fmt.Errorf("unknown naming %q (want dcgm or otel)", opts.Naming)
 	}
+	if opts.Output != "text" && opts.Output != "json" {
+		return nil, fmt.Errorf("unknown output %q (want text or json)", opts.Output)
+	}
 	log := discardLogger(opts.Logger)
 	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout}
 	a.reg = NewRegistry(opts.RegistrationTTL, nil)

@@ -124,13 +124,14 @@ func (b *expoBuckets) downscale(by int32) {
 	if by <= 0 || len(b.counts) == 0 {
 		return
 	}
-	lo := b.offset >> by
-	hi := (b.offset + int32(len(b.counts)) - 1) >> by
+	off := int64(b.offset)
+	lo := off >> by
+	hi := (off + int64(len(b.counts)) - 1) >> by
 	out := make([]uint64, hi-lo+1)
 	for i, c := range b.counts {
-		out[((b.offset+int32(i))>>by)-lo] += c
+		out[((off+int64(i))>>by)-lo] += c
 	}
-	b.offset, b.counts = lo, out
+	b.offset, b.counts = int32(lo), out
 }
 
 // merge adds o's buckets (at the same scale) into b.
@@ -142,20 +143,33 @@ func (b *expoBuckets) merge(o expoBuckets) {
 		b.offset, b.counts = o.offset, slices.Clone(o.counts)
 		return
 	}
-	lo := min(b.offset, o.offset)
-	hi := max(b.offset+int32(len(b.counts)), o.offset+int32(len(o.counts)))
-	out := make([]uint64, hi-lo)
+	bo, oo := int64(b.offset), int64(o.offset)
+	lo := min(bo, oo)
+	out := make([]uint64, combinedSpan(*b, o))
 	for i, c := range b.counts {
-		out[b.offset-lo+int32(i)] += c
+		out[bo-lo+int64(i)] += c
 	}
 	for i, c := range o.counts {
-		out[o.offset-lo+int32(i)] += c
+		out[oo-lo+int64(i)] += c
 	}
-	b.offset, b.counts = lo, out
+	b.offset, b.counts = int32(lo), out
+}
+
+// combinedSpan returns how many buckets merging a and b would cover.
+func combinedSpan(a, b expoBuckets) int64 {
+	switch {
+	case len(a.counts) == 0:
+		return int64(len(b.counts))
+	case len(b.counts) == 0:
+		return int64(len(a.counts))
+	}
+	lo := min(int64(a.offset), int64(b.offset))
+	hi := max(int64(a.offset)+int64(len(a.counts)), int64(b.offset)+int64(len(b.counts)))
+	return hi - lo
 }
 
 // span returns how many buckets b covers.
-func (b *expoBuckets) span() int32 { return int32(len(b.counts)) }
+func (b *expoBuckets) span() int { return len(b.counts) }
 
 type expoState struct {
 	stats
@@ -198,6 +212,15 @@ func (s *deltaStream) addExponential(p pmetric.ExponentialHistogramDataPoint) st
 		pos.downscale(p.Scale() - target)
 		neg.downscale(p.Scale() - target)
 		e.scale = target
+		// Downscale before merging so the merged buckets never span more than
+		// the cap (a hostile offset could otherwise ask for gigabytes).
+		for (combinedSpan(e.pos, pos) > maxDeltaExpoBuckets || combinedSpan(e.neg, neg) > maxDeltaExpoBuckets) && e.scale > histogram.ExponentialSchemaMin {
+			e.pos.downscale(1)
+			e.neg.downscale(1)
+			pos.downscale(1)
+			neg.downscale(1)
+			e.scale--
+		}
 		e.pos.merge(pos)
 		e.neg.merge(neg)
 		e.zeroCount += p.ZeroCount()

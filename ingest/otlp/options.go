@@ -38,6 +38,11 @@ type Options struct {
 	// LookbackDelta/2 over a resource's time range. Default 5m.
 	LookbackDelta time.Duration `yaml:"lookback_delta"`
 
+	// MaxTimeSpan bounds the time range of one resource's points in one
+	// request: older points are rejected. It keeps target_info generation
+	// (one sample per LookbackDelta/2 of the range) bounded. Default 24h.
+	MaxTimeSpan time.Duration `yaml:"max_time_span"`
+
 	// Workload maps resource attributes to canonical context labels.
 	Workload workload.Options `yaml:"workload_context"`
 	// Delta bounds the state kept to convert delta temporality to cumulative.
@@ -68,6 +73,9 @@ const (
 	DefaultMaxDeltaStreams = 1_000_000
 	// DefaultDeltaMaxIdle matches the deltatocumulative processor's max_stale.
 	DefaultDeltaMaxIdle = 5 * time.Minute
+	// DefaultMaxTimeSpan allows a day of backlog per resource and request:
+	// at most 577 target_info samples with the default lookback.
+	DefaultMaxTimeSpan = 24 * time.Hour
 	// defaultLookbackDelta is PromQL's default lookback.
 	defaultLookbackDelta = 5 * time.Minute
 )
@@ -78,6 +86,7 @@ func DefaultOptions() Options {
 	return Options{
 		TranslationStrategy: otlptranslator.UnderscoreEscapingWithSuffixes,
 		LookbackDelta:       defaultLookbackDelta,
+		MaxTimeSpan:         DefaultMaxTimeSpan,
 		Workload:            workload.DefaultOptions(),
 		Delta: DeltaOptions{
 			MaxStreams: DefaultMaxDeltaStreams,
@@ -98,6 +107,12 @@ func (o Options) validate() error {
 	}
 	if o.Delta.MaxIdle <= 0 {
 		return fmt.Errorf("delta max_idle must be positive, got %s", o.Delta.MaxIdle)
+	}
+	if o.MaxTimeSpan <= 0 {
+		return fmt.Errorf("max_time_span must be positive, got %s", o.MaxTimeSpan)
+	}
+	if o.LookbackDelta <= 0 {
+		return fmt.Errorf("lookback_delta must be positive, got %s", o.LookbackDelta)
 	}
 	if o.PromoteAllResourceAttributes && len(o.PromoteResourceAttributes) > 0 {
 		return fmt.Errorf("promote_all_resource_attributes and promote_resource_attributes are exclusive")

@@ -197,3 +197,28 @@ func TestRetryableFailureStoresNothingAndUndoesDelta(t *testing.T) {
 		t.Fatalf("after retry: %v", got)
 	}
 }
+
+func TestTimeSpanBounded(t *testing.T) {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("service.name", "svc")
+	rm.Resource().Attributes().PutStr("cloud.region", "r") // makes target_info
+	dps := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	dps.SetName("g")
+	ps := dps.SetEmptyGauge().DataPoints()
+	ps.AppendEmpty().SetTimestamp(1)       // 1970: 53 years before the next
+	ps.AppendEmpty().SetTimestamp(ts(0))   // newest
+	ps.AppendEmpty().SetTimestamp(ts(-60)) // a minute earlier: fine
+	ing, db := newTestIngester(t, DefaultOptions())
+	res, err := ing.Ingest(context.Background(), md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rejected != 1 || !strings.Contains(res.Message, "more than 24h0m0s before the newest point") {
+		t.Fatalf("result %+v", res)
+	}
+	// target_info covers one minute: a sample every 2m30s → start and end.
+	if got := filterName(dumpSeries(t, db), "target_info"); len(got) != 2 {
+		t.Fatalf("target_info samples %v", got)
+	}
+}

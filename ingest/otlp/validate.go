@@ -12,11 +12,15 @@ import (
 // maxExponentialScale is the largest scale the OTLP data model defines.
 const maxExponentialScale = 20
 
-// validate removes from md what the converter would fail on, counting
+// validate removes from md what the converter would fail on or what would
+// make it do unbounded work, counting
 // rejected data points in rej. It mirrors the converter's error paths
 // (metric name, temporality, attribute names, exponential scale, exemplar
 // value type) so that one bad point costs only itself; the converter would
-// drop the rest of the metric, or the whole resource.
+// drop the rest of the metric, or the whole resource. It also rejects points
+// more than MaxTimeSpan older than their resource's newest point: the
+// converter writes a target_info sample every LookbackDelta/2 over a
+// resource's time range, so one point from 1970 would cost millions.
 func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 	names := make(map[string]bool) // attribute key → valid label name
 	validKey := func(k string) bool {
@@ -51,6 +55,10 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 			return true
 		})
 		sms := rm.ScopeMetrics()
+		oldest := pcommon.Timestamp(0)
+		if newest := newestTimestamp(rm); uint64(newest) > uint64(ing.opts.MaxTimeSpan) {
+			oldest = newest - pcommon.Timestamp(ing.opts.MaxTimeSpan)
+		}
 		for j := range sms.Len() {
 			sms.At(j).Metrics().RemoveIf(func(m pmetric.Metric) bool {
 				reject := func(reason string) bool {
@@ -71,7 +79,10 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 				if temporality(m) == pmetric.AggregationTemporalityUnspecified {
 					return reject("aggregation temporality unspecified")
 				}
-				pointErr := func(attrs pcommon.Map, exs pmetric.ExemplarSlice) string {
+				pointErr := func(t pcommon.Timestamp, attrs pcommon.Map, exs pmetric.ExemplarSlice) string {
+					if t < oldest {
+						return fmt.Sprintf("timestamp %s more than %s before the newest point of its resource", t, ing.opts.MaxTimeSpan)
+					}
 					if k, bad := badAttrs(attrs); bad {
 						return fmt.Sprintf("attribute %q: invalid label name", k)
 					}
@@ -94,35 +105,74 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 				switch m.Type() {
 				case pmetric.MetricTypeGauge:
 					m.Gauge().DataPoints().RemoveIf(func(p pmetric.NumberDataPoint) bool {
-						return check(pointErr(p.Attributes(), p.Exemplars()))
+						return check(pointErr(p.Timestamp(), p.Attributes(), p.Exemplars()))
 					})
 				case pmetric.MetricTypeSum:
 					m.Sum().DataPoints().RemoveIf(func(p pmetric.NumberDataPoint) bool {
-						return check(pointErr(p.Attributes(), p.Exemplars()))
+						return check(pointErr(p.Timestamp(), p.Attributes(), p.Exemplars()))
 					})
 				case pmetric.MetricTypeHistogram:
 					m.Histogram().DataPoints().RemoveIf(func(p pmetric.HistogramDataPoint) bool {
 						if n, b := p.BucketCounts().Len(), p.ExplicitBounds().Len(); n != 0 && n != b+1 {
 							return check(fmt.Sprintf("%d bucket counts for %d explicit bounds, want %d", n, b, b+1))
 						}
-						return check(pointErr(p.Attributes(), p.Exemplars()))
+						return check(pointErr(p.Timestamp(), p.Attributes(), p.Exemplars()))
 					})
 				case pmetric.MetricTypeExponentialHistogram:
 					m.ExponentialHistogram().DataPoints().RemoveIf(func(p pmetric.ExponentialHistogramDataPoint) bool {
 						if s := p.Scale(); s < histogram.ExponentialSchemaMin || s > maxExponentialScale {
 							return check(fmt.Sprintf("exponential histogram scale %d outside [%d, %d]", s, histogram.ExponentialSchemaMin, maxExponentialScale))
 						}
-						return check(pointErr(p.Attributes(), p.Exemplars()))
+						return check(pointErr(p.Timestamp(), p.Attributes(), p.Exemplars()))
 					})
 				case pmetric.MetricTypeSummary:
 					m.Summary().DataPoints().RemoveIf(func(p pmetric.SummaryDataPoint) bool {
-						return check(pointErr(p.Attributes(), pmetric.NewExemplarSlice()))
+						return check(pointErr(p.Timestamp(), p.Attributes(), pmetric.NewExemplarSlice()))
 					})
 				}
 				return dataPointCount(m) == 0
 			})
 		}
 	}
+}
+
+// newestTimestamp returns the largest data point timestamp of rm.
+func newestTimestamp(rm pmetric.ResourceMetrics) pcommon.Timestamp {
+	var newest pcommon.Timestamp
+	sms := rm.ScopeMetrics()
+	for j := range sms.Len() {
+		ms := sms.At(j).Metrics()
+		for k := range ms.Len() {
+			m := ms.At(k)
+			switch m.Type() {
+			case pmetric.MetricTypeGauge:
+				newest = max(newest, newestNumber(m.Gauge().DataPoints()))
+			case pmetric.MetricTypeSum:
+				newest = max(newest, newestNumber(m.Sum().DataPoints()))
+			case pmetric.MetricTypeHistogram:
+				for x := range m.Histogram().DataPoints().Len() {
+					newest = max(newest, m.Histogram().DataPoints().At(x).Timestamp())
+				}
+			case pmetric.MetricTypeExponentialHistogram:
+				for x := range m.ExponentialHistogram().DataPoints().Len() {
+					newest = max(newest, m.ExponentialHistogram().DataPoints().At(x).Timestamp())
+				}
+			case pmetric.MetricTypeSummary:
+				for x := range m.Summary().DataPoints().Len() {
+					newest = max(newest, m.Summary().DataPoints().At(x).Timestamp())
+				}
+			}
+		}
+	}
+	return newest
+}
+
+func newestNumber(ps pmetric.NumberDataPointSlice) pcommon.Timestamp {
+	var newest pcommon.Timestamp
+	for x := range ps.Len() {
+		newest = max(newest, ps.At(x).Timestamp())
+	}
+	return newest
 }
 
 // temporality returns m's aggregation temporality; types without one

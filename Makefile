@@ -38,11 +38,16 @@ check:
 	$(GO) vet ./...
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
-peers: $(PEER_BIN)/prometheus
+peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen
 
 $(PEER_BIN)/prometheus:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+# telemetrygen drives the OTLP receiver in e2e/otlp_telemetrygen_test.go.
+$(PEER_BIN)/telemetrygen:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$(TELEMETRYGEN_VERSION)
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)

@@ -91,7 +91,7 @@ func WeftSpec(bin, argTmpl string) TargetSpec {
 }
 
 // DefaultWeftArgs is weft's command line for the harness.
-const DefaultWeftArgs = "-data-dir {data} -listen-address {addr}"
+const DefaultWeftArgs = "-data-dir {data} -http-addr {addr} -log-level warn"
 
 // Process is a running target. Stop or Kill must be called; Kill is safe to
 // call more than once and after Stop.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,8 @@ type Agent struct {
 	queue  *Queue
 	sender *Sender
 	loki   *LokiPusher
+
+	lokiFailures atomic.Uint64
 
 	mu   sync.Mutex // guards last
 	last []Series
@@ -141,6 +144,9 @@ func (a *Agent) selfSeries() []Series {
 			r.series(MetricQueueDroppedSegments, nil, nil, float64(dseg)),
 			r.series(MetricQueueDropped, nil, nil, float64(dbytes)),
 			r.series(MetricSendFailures, nil, nil, float64(a.sender.Failures())))
+	}
+	if a.loki != nil {
+		out = append(out, r.series(MetricLokiFailures, nil, nil, float64(a.lokiFailures.Load())))
 	}
 	return out
 }
@@ -254,6 +260,7 @@ func (a *Agent) handleEvent(ctx context.Context, ev Event) {
 		return
 	}
 	if err := a.loki.Push(ctx, []EventLine{a.EventLine(ev)}); err != nil {
+		a.lokiFailures.Add(1)
 		a.log.Error("loki_push_failed", "err", err)
 	}
 }

@@ -33,6 +33,7 @@ type Collector struct {
 	infos    map[string]GPUInfo
 	errors   map[string]uint64
 	lastSeen map[string]uint64 // GPU UUID → last process-utilization timestamp
+	symbols  map[string]bool   // LookupSymbol results; reset on every Init
 
 	events     chan Event
 	stopEvents context.CancelFunc
@@ -89,6 +90,7 @@ func (c *Collector) tryInit() {
 		return
 	}
 	c.up, c.backoff, c.loggedNo = true, 0, false
+	c.symbols = map[string]bool{}
 	c.log.Info("nvml_initialised")
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopEvents = cancel
@@ -175,9 +177,16 @@ func (g *gpuRun) add(d *MetricDef, v float64, labels ...Label) {
 	g.snap.Samples = append(g.snap.Samples, Sample{Def: d, Value: v, Labels: labels})
 }
 
-// hasSymbol reports whether the loaded NVML exports name.
+// hasSymbol reports whether the loaded NVML exports name. Only called after
+// a successful Init (LookupSymbol needs the library loaded); results are
+// cached until the next Init.
 func (c *Collector) hasSymbol(name string) bool {
-	return c.lib.Extensions().LookupSymbol(name) == nil
+	ok, seen := c.symbols[name]
+	if !seen {
+		ok = c.lib.Extensions().LookupSymbol(name) == nil
+		c.symbols[name] = ok
+	}
+	return ok
 }
 
 func (c *Collector) collectGPU(i int) GPUSnapshot {
@@ -416,6 +425,9 @@ func (c *Collector) rowsAndPages(g *gpuRun) {
 		return
 	}
 	if arch >= nvml.DEVICE_ARCH_AMPERE {
+		if !c.hasSymbol("nvmlDeviceGetRemappedRows") {
+			return
+		}
 		corr, unc, pending, failed, ret := g.dev.GetRemappedRows()
 		if g.ok("GetRemappedRows", ret) {
 			g.add(MetricRemapCorr, float64(corr))

@@ -489,3 +489,49 @@ func TestPreAmpereRetiredPages(t *testing.T) {
 		t.Errorf("remap pending = %v on GPU 5", v)
 	}
 }
+
+func TestSymbolFallbacks(t *testing.T) {
+	tests := []struct {
+		name    string
+		missing string
+		check   func(t *testing.T, n *mockNode, snap Snapshot)
+	}{
+		{"memory info v1 without reserved split", "nvmlDeviceGetMemoryInfo_v2", func(t *testing.T, _ *mockNode, snap Snapshot) {
+			if v, _ := sampleValue(snap, 0, MetricFBFree); v != 40*1024-1024 {
+				t.Errorf("fb free = %v, want v1 value", v)
+			}
+		}},
+		{"throttle reasons on old drivers", "nvmlDeviceGetCurrentClocksEventReasons", func(t *testing.T, _ *mockNode, snap Snapshot) {
+			if v, ok := sampleValue(snap, 1, MetricClockEventActive, Label{"reason", "sw_power_cap"}); !ok || v != 1 {
+				t.Errorf("sw_power_cap active = %v %v", v, ok)
+			}
+		}},
+		{"no row remapping symbol", "nvmlDeviceGetRemappedRows", func(t *testing.T, _ *mockNode, snap Snapshot) {
+			if _, ok := sampleValue(snap, 0, MetricRemapCorr); ok {
+				t.Error("remapped rows called without the symbol")
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newMockNode(t, "dgxa100")
+			n.missing[tc.missing] = true
+			n.gpus[1].reasons = 0x4
+			called := false
+			dev := n.srv.Devices[0].(*server.Device)
+			switch tc.missing {
+			case "nvmlDeviceGetMemoryInfo_v2":
+				dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { called = true; return nvml.Memory_v2{}, nvml.SUCCESS }
+			case "nvmlDeviceGetCurrentClocksEventReasons":
+				dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { called = true; return 0, nvml.SUCCESS }
+			case "nvmlDeviceGetRemappedRows":
+				dev.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { called = true; return 0, 0, false, false, nvml.SUCCESS }
+			}
+			snap := newTestCollector(t, n, nil).Collect(context.Background())
+			if called {
+				t.Errorf("%s called although LookupSymbol reported it missing", tc.missing)
+			}
+			tc.check(t, n, snap)
+		})
+	}
+}

@@ -194,3 +194,24 @@ var (
 	MetricLokiFailures = &MetricDef{DCGM: "gpu_agent_loki_push_failures_total", OTel: "gpu_agent_loki_push_failures_total", Type: Counter,
 		Help: "Loki pushes of XID/ECC events that failed after retries."}
 )
+
+// AllMetrics lists every family the agent can export, for documentation and
+// tests.
+var AllMetrics = []*MetricDef{
+	MetricGPUUtil, MetricMemCopyUtil, MetricEncUtil, MetricDecUtil,
+	MetricFBUsed, MetricFBFree, MetricFBTotal,
+	MetricGPUTemp, MetricMemTemp, MetricSlowdownTemp,
+	MetricPower, MetricPowerLimit, MetricEnergy,
+	MetricSMClock, MetricMemClock,
+	MetricClockEventReasons, MetricClockEventActive, MetricClockEventSeconds,
+	MetricPCIeTx, MetricPCIeRx, MetricPCIeReplay,
+	MetricNVLinkBandwidthTotal, MetricNVLinkIO, MetricNVLinkState,
+	MetricNVLinkCRCFlit, MetricNVLinkCRCData, MetricNVLinkReplay, MetricNVLinkRecovery,
+	MetricECCSBEVol, MetricECCDBEVol, MetricECCSBEAgg, MetricECCDBEAgg,
+	MetricRemapCorr, MetricRemapUnc, MetricRemapPending, MetricRemapFailure,
+	MetricRetiredSBE, MetricRetiredDBE, MetricRetiredPending,
+	MetricXIDErrors, MetricMIGInstance, MetricMIGFBUsed,
+	MetricProcessMemory, MetricProcessSMUtil, MetricProcessMemUtil,
+	MetricGPUFailed, MetricNVMLUp, MetricCollectErrors,
+	MetricQueueBytes, MetricQueueDropped, MetricQueueDroppedSegments, MetricSendFailures, MetricLokiFailures,
+}

@@ -84,7 +84,7 @@ func FuzzLabelSetEncoding(f *testing.F) {
 	f.Add("", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, joined string, raw []byte) {
 		syms := newSymbols()
-		syms.intern("x")
+		syms.internPair("x", "x")
 		var b labels.ScratchBuilder
 		_, _ = decodeLabelRefs(nil, string(raw))
 		_, _ = syms.buildLabels(string(raw), &b)

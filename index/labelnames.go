@@ -33,28 +33,31 @@ func (ix *Index) LabelNames(ctx context.Context, kind Kind, mint, maxt int64, ms
 			return nil, err
 		}
 		p.mu.RLock()
-		for nk, ne := range p.names {
-			if kind != KindAny && nk.kind != kind {
-				continue
-			}
-			if _, ok := seen[nk.name]; ok {
-				continue
+		p.names.each(kind, func(_ Kind, nameRef uint32, ne *nameEntry) {
+			if _, ok := seen[nameRef]; ok {
+				return
 			}
 			if ne.all.IsEmpty() || (sel != nil && !ne.all.Intersects(sel)) {
-				continue
+				return
 			}
-			seen[nk.name] = struct{}{}
-		}
+			seen[nameRef] = struct{}{}
+		})
 		p.mu.RUnlock()
 	}
-	return ix.sortedSymbols(seen), nil
+	out := make([]string, 0, len(seen))
+	for r := range seen {
+		s, _ := ix.syms.name(r)
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // LabelValues returns the sorted values of label name of the streams of kind
 // (KindAny: all kinds) marked in a partition overlapping [mint, maxt] that
 // match ms (all such streams if ms is empty).
 func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
-	nameRef, ok := ix.syms.lookup(name)
+	nameRef, ok := ix.syms.lookupName(name)
 	if !ok {
 		return []string{}, nil
 	}
@@ -77,7 +80,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 	for _, p := range ps {
 		p.mu.RLock()
 		for _, k := range kindsOf(kind) {
-			if ne := p.names[nameKey{kind: k, name: nameRef}]; ne != nil {
+			if ne := p.names.get(k, nameRef); ne != nil {
 				nvalues += len(ne.values)
 			}
 		}
@@ -98,7 +101,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 				seen[v] = struct{}{}
 			}
 		}
-		return ix.sortedSymbols(seen), nil
+		return ix.sortedValues(nameRef, seen), nil
 	}
 	for _, p := range ps {
 		if err := ctx.Err(); err != nil {
@@ -106,7 +109,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 		}
 		p.mu.RLock()
 		for _, k := range kindsOf(kind) {
-			ne := p.names[nameKey{kind: k, name: nameRef}]
+			ne := p.names.get(k, nameRef)
 			if ne == nil {
 				continue
 			}
@@ -122,13 +125,13 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 		}
 		p.mu.RUnlock()
 	}
-	return ix.sortedSymbols(seen), nil
+	return ix.sortedValues(nameRef, seen), nil
 }
 
-func (ix *Index) sortedSymbols(refs map[uint32]struct{}) []string {
+func (ix *Index) sortedValues(nameRef uint32, refs map[uint32]struct{}) []string {
 	out := make([]string, 0, len(refs))
 	for r := range refs {
-		s, _ := ix.syms.get(r)
+		s, _ := ix.syms.value(nameRef, r)
 		out = append(out, s)
 	}
 	slices.Sort(out)

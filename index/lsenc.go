@@ -86,9 +86,12 @@ func (s *symbols) buildLabels(enc string, b *labels.ScratchBuilder) (labels.Labe
 			return labels.EmptyLabels(), fmt.Errorf("decode label set: value %d: %w", j, ErrCorrupt)
 		}
 		i += w2
-		name, ok1 := s.get(uint32(rn))
-		value, ok2 := s.get(uint32(rv))
-		if !ok1 || !ok2 || rn > 1<<32-1 || rv > 1<<32-1 {
+		if rn > 1<<32-1 || rv > 1<<32-1 {
+			return labels.EmptyLabels(), fmt.Errorf("decode label set: ref overflow: %w", ErrCorrupt)
+		}
+		name, ok1 := s.name(uint32(rn))
+		value, ok2 := s.value(uint32(rn), uint32(rv))
+		if !ok1 || !ok2 {
 			return labels.EmptyLabels(), fmt.Errorf("decode label set: unknown symbol: %w", ErrCorrupt)
 		}
 		b.Add(name, value)
@@ -99,19 +102,22 @@ func (s *symbols) buildLabels(enc string, b *labels.ScratchBuilder) (labels.Labe
 	return b.Labels(), nil
 }
 
-// equalLabels reports whether the compact encoding enc denotes ls.
+// equalLabels reports whether the compact encoding enc denotes ls. It is the
+// verification behind every hash hit on the write path, so it reads the
+// symbol tables with as few dependent loads as it can.
 func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
 	n, i := uvarintString(enc, 0)
 	if i <= 0 || n != uint64(ls.Len()) {
 		return false
 	}
+	dicts := *s.dicts.Load()
 	eq := true
 	ls.Range(func(l labels.Label) {
 		if !eq {
 			return
 		}
 		rn, w1 := uvarintString(enc, i)
-		if w1 <= 0 {
+		if w1 <= 0 || rn >= uint64(len(dicts)) {
 			eq = false
 			return
 		}
@@ -121,14 +127,17 @@ func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
 			return
 		}
 		i += w1 + w2
-		name, _ := s.get(uint32(rn))
-		value, _ := s.get(uint32(rv))
-		eq = name == l.Name && value == l.Value
+		d := dicts[rn]
+		if d.name != l.Name || rv >= uint64(d.n.Load()) {
+			eq = false
+			return
+		}
+		eq = (*d.pages.Load())[rv>>symPageBits][rv&symPageMask] == l.Value
 	})
 	return eq
 }
 
-// labelValue returns the value of the label named by nameRef in enc.
+// labelValueRef returns the value reference of the label nameRef in enc.
 func labelValueRef(enc string, nameRef uint32) (uint32, bool) {
 	n, i := uvarintString(enc, 0)
 	if i <= 0 {

@@ -9,18 +9,52 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// nameKey identifies one label name of one kind inside a partition.
-type nameKey struct {
-	kind Kind
-	name uint32 // symbol ref
-}
-
 // nameEntry holds the postings of one label name of one kind.
 type nameEntry struct {
 	// all holds every stream that has the label: `name=~".+"` and
 	// `name!=""` are this one bitmap, not a union over all values.
 	all    *roaring64.Bitmap
-	values map[uint32]*roaring64.Bitmap // value symbol ref → streams
+	values map[uint32]*roaring64.Bitmap // value ref (in the name's dictionary) → streams
+}
+
+func newNameEntry() *nameEntry {
+	return &nameEntry{all: roaring64.New(), values: make(map[uint32]*roaring64.Bitmap, 1)}
+}
+
+// nameTable holds a partition's postings by kind, then name ref: a slice
+// index, not a map probe, on the write path.
+type nameTable [numKinds][]*nameEntry
+
+// get returns the entry of (kind, nameRef), nil if absent.
+func (t *nameTable) get(kind Kind, nameRef uint32) *nameEntry {
+	if int64(nameRef) >= int64(len(t[kind])) {
+		return nil
+	}
+	return t[kind][nameRef]
+}
+
+// getOrCreate returns the entry of (kind, nameRef), adding it if needed.
+func (t *nameTable) getOrCreate(kind Kind, nameRef uint32) *nameEntry {
+	if int(nameRef) >= len(t[kind]) {
+		t[kind] = append(t[kind], make([]*nameEntry, int(nameRef)+1-len(t[kind]))...)
+	}
+	ne := t[kind][nameRef]
+	if ne == nil {
+		ne = newNameEntry()
+		t[kind][nameRef] = ne
+	}
+	return ne
+}
+
+// each calls f for every non-empty entry of kind (KindAny: every kind).
+func (t *nameTable) each(kind Kind, f func(k Kind, nameRef uint32, ne *nameEntry)) {
+	for _, k := range kindsOf(kind) {
+		for ref, ne := range t[k] {
+			if ne != nil {
+				f(k, uint32(ref), ne)
+			}
+		}
+	}
 }
 
 // partition is the postings of one time partition [num*d, (num+1)*d).
@@ -34,12 +68,12 @@ type partition struct {
 	loaded  bool
 	dropped bool                        // removed by DropPartitionsBefore; writers retry
 	all     [numKinds]*roaring64.Bitmap // all[kind]: streams of kind marked here
-	names   map[nameKey]*nameEntry
+	names   nameTable
 	pending *roaring64.Bitmap // streams added since the last Persist
 }
 
 func newPartition(num int64) *partition {
-	p := &partition{num: num, loaded: true, names: map[nameKey]*nameEntry{}, pending: roaring64.New()}
+	p := &partition{num: num, loaded: true, pending: roaring64.New()}
 	for k := range p.all {
 		p.all[k] = roaring64.New()
 	}
@@ -52,12 +86,7 @@ func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 	p.all[kind].Add(u)
 	p.pending.Add(u)
 	for i := 0; i+1 < len(refs); i += 2 {
-		nk := nameKey{kind: kind, name: refs[i]}
-		ne := p.names[nk]
-		if ne == nil {
-			ne = &nameEntry{all: roaring64.New(), values: make(map[uint32]*roaring64.Bitmap, 1)}
-			p.names[nk] = ne
-		}
+		ne := p.names.getOrCreate(kind, refs[i])
 		ne.all.Add(u)
 		bm := ne.values[refs[i+1]]
 		if bm == nil {
@@ -75,8 +104,7 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 	p.all[kind].Remove(u)
 	p.pending.Remove(u)
 	for i := 0; i+1 < len(refs); i += 2 {
-		nk := nameKey{kind: kind, name: refs[i]}
-		ne := p.names[nk]
+		ne := p.names.get(kind, refs[i])
 		if ne == nil {
 			continue
 		}
@@ -88,7 +116,7 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 			}
 		}
 		if ne.all.IsEmpty() {
-			delete(p.names, nk)
+			p.names[kind][refs[i]] = nil
 		}
 	}
 }
@@ -128,7 +156,7 @@ func (ix *Index) partitionFor(num int64) *partition {
 		ix.logger.Error("index_partition_load_failed", "partition", num, "err", err)
 		p.mu.Lock()
 		if !p.loaded {
-			p.names = map[nameKey]*nameEntry{}
+			p.names = nameTable{}
 			p.pending = roaring64.New()
 			p.loaded = true
 		}
@@ -202,18 +230,18 @@ func (ix *Index) ensureLoaded(p *partition) error {
 	}
 	// The per-kind sets are authoritative (kept current by Delete even while
 	// the partition is cold): clip the postings to them.
-	for nk, ne := range names {
-		ne.all.And(p.all[nk.kind])
+	names.each(KindAny, func(k Kind, nameRef uint32, ne *nameEntry) {
+		ne.all.And(p.all[k])
 		for v, bm := range ne.values {
-			bm.And(p.all[nk.kind])
+			bm.And(p.all[k])
 			if bm.IsEmpty() {
 				delete(ne.values, v)
 			}
 		}
 		if ne.all.IsEmpty() {
-			delete(names, nk)
+			names[k][nameRef] = nil
 		}
-	}
+	})
 	p.names = names
 	p.pending = roaring64.New()
 	p.loaded = true
@@ -221,44 +249,40 @@ func (ix *Index) ensureLoaded(p *partition) error {
 }
 
 // readPartitionPostings reads every pair postings list of partition num.
-func (ix *Index) readPartitionPostings(num int64) (map[nameKey]*nameEntry, error) {
+func (ix *Index) readPartitionPostings(num int64) (nameTable, error) {
+	var names nameTable
 	lower := appendPartPrefix(nil, num)
 	lower = append(lower, subPair)
 	upper := appendPartPrefix(nil, num)
 	upper = append(upper, subPair+1)
 	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return nil, fmt.Errorf("new iterator: %w", err)
+		return names, fmt.Errorf("new iterator: %w", err)
 	}
 	defer it.Close()
-	names := map[nameKey]*nameEntry{}
 	for it.First(); it.Valid(); it.Next() {
 		k, err := decodeKey(it.Key())
 		if err != nil || k.Type != keyPair {
-			return nil, fmt.Errorf("key %q: %w", it.Key(), ErrCorrupt)
+			return names, fmt.Errorf("key %q: %w", it.Key(), ErrCorrupt)
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("read postings %q: %w", it.Key(), err)
+			return names, fmt.Errorf("read postings %q: %w", it.Key(), err)
 		}
 		bm, err := decodeBitmapValue(v)
 		if err != nil {
-			return nil, fmt.Errorf("postings %q: %w", it.Key(), err)
+			return names, fmt.Errorf("postings %q: %w", it.Key(), err)
 		}
 		if bm.IsEmpty() {
 			continue
 		}
-		nk := nameKey{kind: k.Kind, name: ix.syms.intern(string(k.Name))}
-		ne := names[nk]
-		if ne == nil {
-			ne = &nameEntry{all: roaring64.New(), values: map[uint32]*roaring64.Bitmap{}}
-			names[nk] = ne
-		}
-		ne.values[ix.syms.intern(string(k.Value))] = bm
+		nameRef, valueRef := ix.syms.internPair(string(k.Name), string(k.Value))
+		ne := names.getOrCreate(k.Kind, nameRef)
+		ne.values[valueRef] = bm
 		ne.all.Or(bm)
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("iterate postings: %w", err)
+		return names, fmt.Errorf("iterate postings: %w", err)
 	}
 	return names, nil
 }

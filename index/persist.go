@@ -245,8 +245,8 @@ func (ix *Index) writePending(ctx context.Context, newIDs *roaring64.Bitmap, eac
 		}
 		names, values = names[:0], values[:0]
 		for j := 0; j+1 < len(refs); j += 2 {
-			n, _ := ix.syms.get(refs[j])
-			v, _ := ix.syms.get(refs[j+1])
+			n, _ := ix.syms.name(refs[j])
+			v, _ := ix.syms.value(refs[j], refs[j+1])
 			names, values = append(names, n), append(values, v)
 		}
 		key = appendStreamKey(key[:0], id)
@@ -297,8 +297,8 @@ func (ix *Index) writePending(ctx context.Context, newIDs *roaring64.Bitmap, eac
 			}
 		}
 		for d, bm := range deltas {
-			n, _ := ix.syms.get(d.name)
-			v, _ := ix.syms.get(d.value)
+			n, _ := ix.syms.name(d.name)
+			v, _ := ix.syms.value(d.name, d.value)
 			if err := ix.batchEdit(b, appendPairKey(key[:0], p.num, d.kind, n, v), nil, bm); err != nil {
 				return err
 			}

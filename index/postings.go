@@ -58,8 +58,9 @@ func (ix *Index) Postings(ctx context.Context, kind Kind, mint, maxt int64, ms .
 
 // matcherPlan is one matcher resolved against one partition.
 type matcherPlan struct {
-	m   *labels.Matcher
-	ne  *nameEntry
+	m       *labels.Matcher
+	nameRef uint32
+	ne      *nameEntry
 	bm  *roaring64.Bitmap // resolved set (positive) or set to subtract (negative)
 	own bool              // bm was built here and may be modified
 	neg bool              // subtract bm instead of intersecting
@@ -79,14 +80,16 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 	plans := make([]matcherPlan, 0, len(ms))
 	for _, m := range ms {
 		pl := matcherPlan{m: m}
-		if ref, ok := ix.syms.lookup(m.Name); ok && p.names != nil {
-			pl.ne = p.names[nameKey{kind: k, name: ref}]
+		nameRef, known := ix.syms.lookupName(m.Name)
+		if known {
+			pl.nameRef = nameRef
+			pl.ne = p.names.get(k, nameRef)
 		}
 		if m.Matches("") {
 			// Empty-matching: selects streams without the label too. Subtract
 			// the streams whose value does not match.
 			pl.neg = true
-			pl.bm, pl.own = ix.nonMatching(pl.ne, m)
+			pl.bm, pl.own = ix.nonMatching(pl.nameRef, pl.ne, m)
 			if pl.bm == nil || pl.bm.IsEmpty() {
 				continue // matches every stream
 			}
@@ -94,7 +97,7 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 			if pl.ne == nil {
 				return nil, false // label absent: nothing matches
 			}
-			pl.bm, pl.own, pl.deferred = ix.matchingFast(pl.ne, m)
+			pl.bm, pl.own, pl.deferred = ix.matchingFast(pl.nameRef, pl.ne, m)
 			if !pl.deferred && (pl.bm == nil || pl.bm.IsEmpty()) {
 				return nil, false
 			}
@@ -136,9 +139,9 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 			res.AndNot(pl.bm)
 		case pl.deferred:
 			if res != nil && res.GetCardinality() < uint64(len(pl.ne.values)/filterRatio) {
-				res, owned = ix.filterCandidates(res, pl.m), true
+				res, owned = ix.filterCandidates(res, pl.nameRef, pl.m), true
 			} else {
-				bm := ix.scanValues(pl.ne, pl.m, true)
+				bm := ix.scanValues(pl.nameRef, pl.ne, pl.m, true)
 				if res == nil {
 					res, owned = bm, true
 				} else {
@@ -189,10 +192,10 @@ func regexString(m *labels.Matcher) string {
 // matchingFast resolves a matcher that does not match "" to the set of
 // streams whose value matches, using fast paths. deferred means no fast path
 // applies; the caller resolves it later.
-func (ix *Index) matchingFast(ne *nameEntry, m *labels.Matcher) (bm *roaring64.Bitmap, owned, deferred bool) {
+func (ix *Index) matchingFast(nameRef uint32, ne *nameEntry, m *labels.Matcher) (bm *roaring64.Bitmap, owned, deferred bool) {
 	switch m.Type {
 	case labels.MatchEqual:
-		return ix.valueBitmap(ne, m.Value), false, false
+		return ix.valueBitmap(nameRef, ne, m.Value), false, false
 	case labels.MatchNotEqual: // != "" : has the label
 		return ne.all, false, false
 	case labels.MatchRegexp:
@@ -200,7 +203,7 @@ func (ix *Index) matchingFast(ne *nameEntry, m *labels.Matcher) (bm *roaring64.B
 			return ne.all, false, false
 		}
 		if set := m.SetMatches(); len(set) > 0 {
-			return ix.unionValues(ne, set), true, false
+			return ix.unionValues(nameRef, ne, set), true, false
 		}
 		return nil, false, true
 	case labels.MatchNotRegexp:
@@ -214,7 +217,7 @@ func (ix *Index) matchingFast(ne *nameEntry, m *labels.Matcher) (bm *roaring64.B
 // nonMatching returns the streams that have the label with a value m does not
 // match, for a matcher that matches "" (so it also selects streams without
 // the label). A nil result is empty.
-func (ix *Index) nonMatching(ne *nameEntry, m *labels.Matcher) (*roaring64.Bitmap, bool) {
+func (ix *Index) nonMatching(nameRef uint32, ne *nameEntry, m *labels.Matcher) (*roaring64.Bitmap, bool) {
 	if ne == nil {
 		return nil, false
 	}
@@ -222,29 +225,29 @@ func (ix *Index) nonMatching(ne *nameEntry, m *labels.Matcher) (*roaring64.Bitma
 	case labels.MatchEqual: // = "" : has no such label
 		return ne.all, false
 	case labels.MatchNotEqual: // != "x"
-		return ix.valueBitmap(ne, m.Value), false
+		return ix.valueBitmap(nameRef, ne, m.Value), false
 	case labels.MatchRegexp:
 		if regexString(m) == ".*" {
 			return nil, false
 		}
 		// Matching values are usually the few: subtract them from the name's set.
-		match := ix.scanValues(ne, m, true)
+		match := ix.scanValues(nameRef, ne, m, true)
 		return roaring64.AndNot(ne.all, match), true
 	case labels.MatchNotRegexp: // the regexp does not match "": subtract values it matches
 		if regexString(m) == ".+" {
 			return ne.all, false
 		}
 		if set := m.SetMatches(); len(set) > 0 {
-			return ix.unionValues(ne, set), true
+			return ix.unionValues(nameRef, ne, set), true
 		}
-		return ix.scanValues(ne, m, false), true
+		return ix.scanValues(nameRef, ne, m, false), true
 	}
 	return nil, false
 }
 
 // valueBitmap returns the postings of one value, nil if absent.
-func (ix *Index) valueBitmap(ne *nameEntry, v string) *roaring64.Bitmap {
-	ref, ok := ix.syms.lookup(v)
+func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) *roaring64.Bitmap {
+	ref, ok := ix.syms.lookupValue(nameRef, v)
 	if !ok {
 		return nil
 	}
@@ -252,10 +255,10 @@ func (ix *Index) valueBitmap(ne *nameEntry, v string) *roaring64.Bitmap {
 }
 
 // unionValues returns the union of the postings of the listed values.
-func (ix *Index) unionValues(ne *nameEntry, vals []string) *roaring64.Bitmap {
+func (ix *Index) unionValues(nameRef uint32, ne *nameEntry, vals []string) *roaring64.Bitmap {
 	bms := make([]*roaring64.Bitmap, 0, len(vals))
 	for _, v := range vals {
-		if bm := ix.valueBitmap(ne, v); bm != nil {
+		if bm := ix.valueBitmap(nameRef, ne, v); bm != nil {
 			bms = append(bms, bm)
 		}
 	}
@@ -275,14 +278,14 @@ func orAll(bms []*roaring64.Bitmap) *roaring64.Bitmap {
 
 // scanValues unions the postings of every value v of ne with m.Matches(v) ==
 // want. A literal prefix of a regexp rejects most values with one compare.
-func (ix *Index) scanValues(ne *nameEntry, m *labels.Matcher, want bool) *roaring64.Bitmap {
+func (ix *Index) scanValues(nameRef uint32, ne *nameEntry, m *labels.Matcher, want bool) *roaring64.Bitmap {
 	prefix := ""
 	if want && m.Type == labels.MatchRegexp {
 		prefix = m.Prefix()
 	}
 	var bms []*roaring64.Bitmap
 	for ref, bm := range ne.values {
-		v, _ := ix.syms.get(ref)
+		v, _ := ix.syms.value(nameRef, ref)
 		if prefix != "" && !strings.HasPrefix(v, prefix) {
 			continue
 		}
@@ -295,12 +298,8 @@ func (ix *Index) scanValues(ne *nameEntry, m *labels.Matcher, want bool) *roarin
 
 // filterCandidates returns the candidates whose value for m.Name matches m
 // (a matcher that does not match "", so streams without the label fail).
-func (ix *Index) filterCandidates(cands *roaring64.Bitmap, m *labels.Matcher) *roaring64.Bitmap {
+func (ix *Index) filterCandidates(cands *roaring64.Bitmap, nameRef uint32, m *labels.Matcher) *roaring64.Bitmap {
 	out := roaring64.New()
-	nameRef, ok := ix.syms.lookup(m.Name)
-	if !ok {
-		return out
-	}
 	it := cands.Iterator()
 	for it.HasNext() {
 		id := it.Next()
@@ -312,7 +311,7 @@ func (ix *Index) filterCandidates(cands *roaring64.Bitmap, m *labels.Matcher) *r
 		if !ok {
 			continue
 		}
-		if v, _ := ix.syms.get(vref); m.Matches(v) {
+		if v, _ := ix.syms.value(nameRef, vref); m.Matches(v) {
 			out.Add(id)
 		}
 	}

@@ -2,7 +2,6 @@ package index
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -169,15 +168,27 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 // must be held for writing.
 func (ix *Index) insertLocked(hs *hashShard, h uint64, id ID, kind Kind, enc string, refs []uint32, t int64) {
 	insertHashLocked(hs, h, id)
-	s := ix.idShardOf(id)
-	s.mu.Lock()
-	s.m[id] = streamRec{enc: enc, lastPart: math.MinInt64, kind: kind}
-	s.mu.Unlock()
 	ix.numStreams[kind].Add(1)
 	ix.pendingMu.Lock()
 	ix.pendingNew.Add(uint64(id))
 	ix.pendingMu.Unlock()
-	ix.markInPartition(id, kind, refs, t)
+	// A new stream cannot be deleted or touched concurrently (both need hs,
+	// held here), so it goes straight into its partition.
+	s := ix.idShardOf(id)
+	for {
+		p := ix.partitionFor(ix.partOf(t))
+		s.mu.Lock()
+		s.m[id] = streamRec{enc: enc, lastPart: p.num, kind: kind}
+		s.mu.Unlock()
+		p.mu.Lock()
+		if p.dropped {
+			p.mu.Unlock()
+			continue // dropped between lookup and lock: use the new oldest partition
+		}
+		p.addLocked(kind, id, refs)
+		p.mu.Unlock()
+		return
+	}
 }
 
 // Restore re-inserts the stream (kind, ls) under a known id while the caller

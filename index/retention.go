@@ -179,8 +179,8 @@ func (ix *Index) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
 			}
 		}
 		for d, bm := range deltas {
-			n, _ := ix.syms.get(d.name)
-			v, _ := ix.syms.get(d.value)
+			n, _ := ix.syms.name(d.name)
+			v, _ := ix.syms.value(d.name, d.value)
 			if err := ix.batchEdit(b, appendPairKey(key[:0], p.num, d.kind, n, v), bm, nil); err != nil {
 				return fmt.Errorf("delete streams: %w", err)
 			}

@@ -62,27 +62,24 @@ func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN in
 			if p.all[k] != nil && !p.all[k].IsEmpty() {
 				alls = append(alls, p.all[k])
 			}
-			for nk, ne := range p.names {
-				if nk.kind != k {
-					continue
-				}
+			p.names.each(k, func(_ Kind, nameRef uint32, ne *nameEntry) {
 				for v, bm := range ne.values {
-					pr := pair{nk.name, v}
+					pr := pair{nameRef, v}
 					pairs[pr] = append(pairs[pr], bm)
 				}
-			}
+			})
 		}
 	}
 	st.NumStreams = unionCardinality(alls)
 	st.NumLabelPairs = len(pairs)
 
-	metricRef, hasMetric := ix.syms.lookup(labels.MetricName)
+	metricRef, hasMetric := ix.syms.lookupName(labels.MetricName)
 	valuesPerName := map[uint32]uint64{}
 	bytesPerName := map[uint32]uint64{}
 	for pr, bms := range pairs {
 		n := unionCardinality(bms)
-		name, _ := ix.syms.get(pr.name)
-		value, _ := ix.syms.get(pr.value)
+		name, _ := ix.syms.name(pr.name)
+		value, _ := ix.syms.value(pr.name, pr.value)
 		valuesPerName[pr.name]++
 		bytesPerName[pr.name] += labelSize(name, value) * n
 		st.SeriesCountByLabelValuePair = append(st.SeriesCountByLabelValuePair, Stat{Name: name + "=" + value, Count: n})
@@ -91,7 +88,7 @@ func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN in
 		}
 	}
 	for ref, n := range valuesPerName {
-		name, _ := ix.syms.get(ref)
+		name, _ := ix.syms.name(ref)
 		st.LabelValueCountByLabelName = append(st.LabelValueCountByLabelName, Stat{Name: name, Count: n})
 		st.MemoryInBytesByLabelName = append(st.MemoryInBytesByLabelName, Stat{Name: name, Count: bytesPerName[ref]})
 	}

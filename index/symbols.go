@@ -8,57 +8,100 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// Symbol pages hold interned strings by reference; a page, once allocated, is
+// Value pages hold interned strings by reference; a page, once allocated, is
 // never moved, so readers index it without a lock.
 const (
-	symPageBits = 12 // 4096 strings per page: small enough to waste little, large enough for few pages
+	symPageBits = 10 // 1024 strings per page: little waste for the many small dictionaries
 	symPageSize = 1 << symPageBits
 	symPageMask = symPageSize - 1
 )
 
-// symbols interns label names and values. A symbol reference (uint32) is the
-// string's position in insertion order. Lookups by reference are lock-free;
-// interning takes mu. Symbols are never removed (see docs/format/index.md,
-// "Memory"), so a reference stays valid for the life of the Index.
+// symbols interns label names, and per name its values. A name reference is
+// the name's position in insertion order; a value reference is the value's
+// position in its name's dictionary. Per-name dictionaries keep the maps that
+// the write path probes small: `job`, `gpu` or `modelName` have a handful of
+// values and stay in cache, and only the few high-cardinality names (UUID,
+// pod, instance) have large maps.
+//
+// Lookups by reference are lock-free; interning takes mu. Symbols are never
+// removed (see docs/format/index.md, "Memory"), so a reference stays valid for
+// the life of the Index.
 type symbols struct {
 	mu    sync.RWMutex
-	m     map[string]uint32 // guarded by mu
-	n     atomic.Uint32     // number of symbols; written under mu
-	pages atomic.Pointer[[]*[symPageSize]string]
+	names map[string]uint32              // guarded by mu
+	dicts atomic.Pointer[[]*valueDict] // by name ref; replaced (copy on append) under mu
+}
+
+// valueDict holds one label name and its values.
+type valueDict struct {
+	name   string
+	values map[string]uint32 // guarded by symbols.mu
+	n      atomic.Uint32     // number of values; written under symbols.mu
+	pages  atomic.Pointer[[]*[symPageSize]string]
 }
 
 func newSymbols() *symbols {
-	s := &symbols{m: make(map[string]uint32)}
-	pages := []*[symPageSize]string{}
-	s.pages.Store(&pages)
+	s := &symbols{names: make(map[string]uint32)}
+	d := []*valueDict{}
+	s.dicts.Store(&d)
 	return s
 }
 
-// get returns the string of ref.
-func (s *symbols) get(ref uint32) (string, bool) {
-	if ref >= s.n.Load() {
-		return "", false
+func (s *symbols) dict(nameRef uint32) *valueDict {
+	d := *s.dicts.Load()
+	if int64(nameRef) >= int64(len(d)) {
+		return nil
 	}
-	return (*s.pages.Load())[ref>>symPageBits][ref&symPageMask], true
+	return d[nameRef]
 }
 
-// lookup returns the reference of str if it is interned.
-func (s *symbols) lookup(str string) (uint32, bool) {
+// numNames returns the number of interned names; name refs are below it.
+func (s *symbols) numNames() int { return len(*s.dicts.Load()) }
+
+// name returns the label name of nameRef.
+func (s *symbols) name(nameRef uint32) (string, bool) {
+	d := s.dict(nameRef)
+	if d == nil {
+		return "", false
+	}
+	return d.name, true
+}
+
+// value returns the value valueRef of the name nameRef.
+func (s *symbols) value(nameRef, valueRef uint32) (string, bool) {
+	d := s.dict(nameRef)
+	if d == nil || valueRef >= d.n.Load() {
+		return "", false
+	}
+	return (*d.pages.Load())[valueRef>>symPageBits][valueRef&symPageMask], true
+}
+
+// lookupName returns the reference of a label name if it is interned.
+func (s *symbols) lookupName(name string) (uint32, bool) {
 	s.mu.RLock()
-	r, ok := s.m[str]
+	r, ok := s.names[name]
 	s.mu.RUnlock()
 	return r, ok
 }
 
-// intern returns the reference of str, adding it if needed.
-func (s *symbols) intern(str string) uint32 {
-	if r, ok := s.lookup(str); ok {
-		return r
+// lookupValue returns the reference of value under nameRef if it is interned.
+func (s *symbols) lookupValue(nameRef uint32, value string) (uint32, bool) {
+	d := s.dict(nameRef)
+	if d == nil {
+		return 0, false
 	}
+	s.mu.RLock()
+	r, ok := d.values[value]
+	s.mu.RUnlock()
+	return r, ok
+}
+
+// internPair returns the references of name and value, adding them if needed.
+func (s *symbols) internPair(name, value string) (uint32, uint32) {
 	s.mu.Lock()
-	r := s.internLocked(str)
-	s.mu.Unlock()
-	return r
+	defer s.mu.Unlock()
+	d := s.internNameLocked(name)
+	return s.names[d.name], d.internLocked(value)
 }
 
 // internLabels appends to refs the name and value references of every label
@@ -67,46 +110,71 @@ func (s *symbols) intern(str string) uint32 {
 func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	start := len(refs)
 	missing := false
+	dicts := *s.dicts.Load()
 	s.mu.RLock()
 	ls.Range(func(l labels.Label) {
-		rn, ok1 := s.m[l.Name]
-		rv, ok2 := s.m[l.Value]
-		missing = missing || !ok1 || !ok2
+		if missing {
+			return
+		}
+		rn, ok := s.names[l.Name]
+		if !ok || int(rn) >= len(dicts) {
+			missing = true
+			return
+		}
+		rv, ok := dicts[rn].values[l.Value]
+		missing = !ok
 		refs = append(refs, rn, rv)
 	})
 	s.mu.RUnlock()
 	if !missing {
 		return refs
 	}
-	i := start
+	refs = refs[:start]
 	s.mu.Lock()
 	ls.Range(func(l labels.Label) {
-		refs[i] = s.internLocked(l.Name)
-		refs[i+1] = s.internLocked(l.Value)
-		i += 2
+		d := s.internNameLocked(l.Name)
+		refs = append(refs, s.names[d.name], d.internLocked(l.Value))
 	})
 	s.mu.Unlock()
 	return refs
 }
 
-func (s *symbols) internLocked(str string) uint32 {
-	if r, ok := s.m[str]; ok {
+func (s *symbols) internNameLocked(name string) *valueDict {
+	dicts := *s.dicts.Load()
+	if r, ok := s.names[name]; ok {
+		return dicts[r]
+	}
+	// Clone: name often aliases a whole label set or a request buffer, which
+	// the symbol table must not keep alive.
+	d := &valueDict{name: strings.Clone(name), values: make(map[string]uint32)}
+	pages := []*[symPageSize]string{}
+	d.pages.Store(&pages)
+	nd := make([]*valueDict, len(dicts)+1)
+	copy(nd, dicts)
+	nd[len(dicts)] = d
+	s.names[d.name] = uint32(len(dicts))
+	s.dicts.Store(&nd)
+	return d
+}
+
+// internLocked returns the reference of value, adding it; symbols.mu must be
+// held for writing.
+func (d *valueDict) internLocked(value string) uint32 {
+	if r, ok := d.values[value]; ok {
 		return r
 	}
-	// Clone: str often aliases a whole label set or a request buffer, which
-	// the symbol table must not keep alive.
-	str = strings.Clone(str)
-	r := s.n.Load()
-	pages := *s.pages.Load()
+	value = strings.Clone(value)
+	r := d.n.Load()
+	pages := *d.pages.Load()
 	if int(r>>symPageBits) >= len(pages) {
 		np := make([]*[symPageSize]string, len(pages)+1)
 		copy(np, pages)
 		np[len(pages)] = new([symPageSize]string)
-		s.pages.Store(&np)
+		d.pages.Store(&np)
 		pages = np
 	}
-	pages[r>>symPageBits][r&symPageMask] = str
-	s.m[str] = r
-	s.n.Store(r + 1)
+	pages[r>>symPageBits][r&symPageMask] = value
+	d.values[value] = r
+	d.n.Store(r + 1)
 	return r
 }

@@ -75,10 +75,14 @@ func readZstd(src []byte) (body *[]byte, rest []byte, err error) {
 	if err != nil {
 		return nil, src, err
 	}
-	compLen, src, err := readCount(src, "zstd compressed length", len(src))
+	compLen64, src, err := readUvarint(src, "zstd compressed length")
 	if err != nil {
-		return nil, src, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, src, err
 	}
+	if compLen64 > uint64(len(src)) {
+		return nil, src, fmt.Errorf("zstd frame of %d bytes, %d left: %w", compLen64, len(src), ErrCorrupt)
+	}
+	compLen := int(compLen64)
 	_, dec := zstdCodecs()
 	buf := getBytes()
 	out, err := dec.DecodeAll(src[:compLen], (*buf)[:0])

@@ -46,6 +46,11 @@ func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
 	return zstdEnc, zstdDec
 }
 
+// zstdMinGainDiv: zstd must save at least 1/zstdMinGainDiv of a body to be
+// used. Decompressing costs more than unpacking bits, and a few percent of
+// one column is not worth slower reads of every query that touches it.
+const zstdMinGainDiv = 8
+
 // tryZstd replaces the column body dst[start:] (tag byte first) with its zstd
 // form when that is smaller.
 func tryZstd(dst []byte, start int) []byte {
@@ -56,7 +61,7 @@ func tryZstd(dst []byte, start int) []byte {
 	comp := enc.EncodeAll(body, (*buf)[:0])
 	*buf = comp
 	size := 1 + uvarintLen(uint64(len(body))) + uvarintLen(uint64(len(comp))) + len(comp)
-	if size >= len(dst)-start {
+	if plain := len(dst) - start; size > plain-plain/zstdMinGainDiv {
 		return dst
 	}
 	tag := dst[start] | floatTagZstd

@@ -34,13 +34,7 @@ var (
 // when not nil, adjusts the options before the server is built.
 func newTestServer(tb testing.TB, edit func(*api.Options)) (*httptest.Server, *apitest.TSDB) {
 	tb.Helper()
-	db, err := apitest.OpenTSDB()
-	if err != nil {
-		tb.Fatalf("open tsdb: %v", err)
-	}
-	tb.Cleanup(func() { _ = db.Close() })
-	seed(tb, db)
-
+	db := newSeededDB(tb)
 	opts := api.DefaultOptions()
 	opts.Storage = db
 	opts.Engine = query.NewEngine(query.DefaultEngineOptions())
@@ -61,6 +55,18 @@ func newTestServer(tb testing.TB, edit func(*api.Options)) (*httptest.Server, *a
 	srv := httptest.NewServer(s)
 	tb.Cleanup(srv.Close)
 	return srv, db
+}
+
+// newSeededDB opens a Prometheus TSDB with the seed data, closed on cleanup.
+func newSeededDB(tb testing.TB) *apitest.TSDB {
+	tb.Helper()
+	db, err := apitest.OpenTSDB()
+	if err != nil {
+		tb.Fatalf("open tsdb: %v", err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	seed(tb, db)
+	return db
 }
 
 // seed writes a counter, a gauge, a classic histogram, a metric with

@@ -22,6 +22,8 @@ var (
 	errorCanceled = errorType{"canceled", 499}
 	errorTimeout  = errorType{"timeout", http.StatusServiceUnavailable}
 	errorInternal = errorType{"internal", http.StatusInternalServerError}
+	// Prometheus maps "unavailable" to 500 (no explicit case).
+	errorUnavailable = errorType{"unavailable", http.StatusInternalServerError}
 )
 
 // errorForContext classifies a failed storage call the way Prometheus does:

@@ -74,6 +74,19 @@ func New(opts Options) (*Server, error) {
 		http.Error(w, "the OTLP receiver is not served yet", http.StatusNotFound)
 	}))
 
+	// Prometheus' snapshot handler creates a directory under the data
+	// directory before asking the storage; weft has no snapshots, so answer
+	// before anything is created, with Prometheus' errors.
+	snapshot := instr.wrap("/api/v1/admin/tsdb/snapshot", s.requireReady(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !opts.EnableAdmin {
+			respondError(w, s.logger, errorUnavailable, errors.New("admin APIs disabled"))
+			return
+		}
+		respondError(w, s.logger, errorInternal, fmt.Errorf("create snapshot: %w", errNoSnapshots))
+	})))
+	s.mux.Handle("POST /api/v1/admin/tsdb/snapshot", snapshot)
+	s.mux.Handle("PUT /api/v1/admin/tsdb/snapshot", snapshot)
+
 	s.mux.Handle("GET /-/healthy", instr.wrap("/-/healthy", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)

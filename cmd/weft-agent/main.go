@@ -18,8 +18,12 @@ import (
 
 func main() { os.Exit(run(os.Args[1:])) }
 
-func run(args []string) int {
-	opts := gpuagent.DefaultOptions()
+// cliFlags are the flags that do not map one to one onto Options.
+type cliFlags struct {
+	naming, logLevel *string
+}
+
+func newFlagSet(opts *gpuagent.Options) (*flag.FlagSet, cliFlags) {
 	fs := flag.NewFlagSet("weft-agent", flag.ContinueOnError)
 	fs.StringVar(&opts.RemoteWriteURL, "remote-write-url", "", "remote-write receiver URL, e.g. http://weft:9338/api/v1/write (empty: off)")
 	fs.StringVar(&opts.LokiURL, "loki-url", "", "Loki-compatible base URL for XID/ECC event lines, e.g. http://weft:9338 (empty: off)")
@@ -34,12 +38,18 @@ func run(args []string) int {
 	fs.StringVar(&opts.ProcRoot, "proc-root", opts.ProcRoot, "proc filesystem to read process cgroups and environments from")
 	fs.StringVar(&opts.PodResourcesSocket, "pod-resources-socket", opts.PodResourcesSocket, "kubelet pod-resources socket (missing: no Kubernetes attribution)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	return fs, cliFlags{naming: naming, logLevel: logLevel}
+}
+
+func run(args []string) int {
+	opts := gpuagent.DefaultOptions()
+	fs, cli := newFlagSet(&opts)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	opts.Naming = gpuagent.Naming(*naming)
+	opts.Naming = gpuagent.Naming(*cli.naming)
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+	if err := lvl.UnmarshalText([]byte(*cli.logLevel)); err != nil {
 		fmt.Fprintln(os.Stderr, "weft-agent: bad -log-level:", err)
 		return 2
 	}

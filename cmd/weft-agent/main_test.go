@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/weftdb/weft/gpuagent"
+)
 
 func TestRunExitCodes(t *testing.T) {
 	tests := []struct {
@@ -19,5 +25,28 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("run(%v) = %d, want %d", tc.args, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDeployManifestsUseRealFlags keeps docs/deploy in step with the flags.
+func TestDeployManifestsUseRealFlags(t *testing.T) {
+	opts := gpuagent.DefaultOptions()
+	fs, _ := newFlagSet(&opts)
+	re := regexp.MustCompile(`(?m)(?:^\s*-\s+|\s)-([a-z][a-z-]+)[= ]`)
+	for _, f := range []string{"../../docs/deploy/weft-agent.service", "../../docs/deploy/weft-agent-daemonset.yaml"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+			if fs.Lookup(m[1]) == nil {
+				t.Errorf("%s uses unknown flag -%s", f, m[1])
+			}
+			n++
+		}
+		if n < 5 {
+			t.Errorf("%s: found only %d flags; pattern broken?", f, n)
+		}
 	}
 }

@@ -148,7 +148,7 @@ func reportDecode(b *testing.B, samples int, sink float64) {
 // overall: Prometheus XOR chunks of 120 samples against weft's codecs on
 // 120-sample chunks and on long per-series blocks (2h and 1d, time aligned,
 // as compaction writes them). ratio-* is weft over Prometheus. The timed
-// loop encodes the day as 1d blocks.
+// loop encodes the day as 1d blocks (encode1d-samples/s).
 func BenchmarkBytesPerSample(b *testing.B) {
 	all := telemetryDay()
 	byKind := map[string][]gputelemetry.Series{"all": all}
@@ -176,6 +176,7 @@ func BenchmarkBytesPerSample(b *testing.B) {
 					buf = encodeWeft(c, buf)
 				}
 			}
+			b.ReportMetric(float64(samples)*float64(b.N)/b.Elapsed().Seconds(), "encode1d-samples/s")
 			w1d := weftBytes(day)
 			per := func(n int) float64 { return float64(n) / float64(samples) }
 			b.ReportMetric(per(prom), "prom120-B/sample")

@@ -36,7 +36,7 @@ const (
 	intModePaged = 7
 )
 
-// intStats are the statistics one pass over a column needs to size every mode.
+// forStats are the statistics of one FOR block: its bounds and length.
 type forStats struct {
 	lo, hi int64
 	n      int
@@ -235,12 +235,15 @@ func medianDelta(vs []uint64) int64 {
 	sc := getScratch(len(vs) - 1)
 	defer putScratch(sc)
 	ds := (*sc)[:0]
+	// Flipping the sign bit makes unsigned order the signed order, so the
+	// plain (fast) sort applies.
+	const signBit = 1 << 63
 	for i := 1; i < len(vs); i++ {
-		ds = append(ds, vs[i]-vs[i-1])
+		ds = append(ds, (vs[i]-vs[i-1])^signBit)
 	}
-	slices.SortFunc(ds, func(a, b uint64) int { return cmpInt64(int64(a), int64(b)) })
+	slices.Sort(ds)
 	*sc = ds
-	return int64(ds[len(ds)/2])
+	return int64(ds[len(ds)/2] ^ signBit)
 }
 
 func lowMask(w uint) uint64 {
@@ -255,15 +258,18 @@ func lowMask(w uint) uint64 {
 // the packed bits plus an estimate of the exception records; the size is then
 // computed exactly for the mode comparison.
 func patchedSize(vs []uint64, median int64) (uint, int) {
-	var hist [65]int // bit length of x_i
+	var hist [65]int // number of x_i of each bit length
+	maxLen := 0
 	for i := 1; i < len(vs); i++ {
-		hist[width(zigzag(int64(vs[i]-vs[i-1])-median))]++
+		l := int(width(zigzag(int64(vs[i]-vs[i-1]) - median)))
+		hist[l]++
+		maxLen = max(maxLen, l)
 	}
 	k := len(vs) - 1
-	bestW, bestCost := uint(64), 64*k
-	for w := 0; w <= 64; w++ {
+	bestW, bestCost := uint(maxLen), maxLen*k
+	for w := 0; w < maxLen; w++ {
 		cost := k * w
-		for l := w + 1; l <= 64; l++ {
+		for l := w + 1; l <= maxLen && cost < bestCost; l++ {
 			// An exception: about a byte of index gap plus the high bits.
 			cost += hist[l] * (8 + 8*((l-w+6)/7))
 		}
@@ -327,14 +333,4 @@ func sign64(v int64) int64 {
 		return -1
 	}
 	return 1
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -37,6 +37,7 @@ type Agent struct {
 	loki   *LokiPusher
 
 	lokiFailures atomic.Uint64
+	lokiCh       chan EventLine
 
 	mu   sync.Mutex // guards last
 	last []Series
@@ -110,6 +111,7 @@ func newAgent(opts Options, src source) (*Agent, error) {
 	}
 	if opts.LokiURL != "" {
 		a.loki = NewLokiPusher(opts.LokiURL, nil)
+		a.lokiCh = make(chan EventLine, eventBufferLoki)
 	}
 	return a, nil
 }
@@ -192,6 +194,13 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	if a.loki != nil {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.pushEvents(ctx)
+		}()
+	}
 	if a.sender != nil {
 		a.wg.Add(1)
 		go func() {
@@ -259,9 +268,31 @@ func (a *Agent) handleEvent(ctx context.Context, ev Event) {
 	if a.loki == nil {
 		return
 	}
-	if err := a.loki.Push(ctx, []EventLine{a.EventLine(ev)}); err != nil {
+	select {
+	case a.lokiCh <- a.EventLine(ev):
+	default:
 		a.lokiFailures.Add(1)
-		a.log.Error("loki_push_failed", "err", err)
+		a.log.Error("loki_event_dropped_buffer_full", "gpu_uuid", ev.GPU.UUID)
+	}
+}
+
+// eventBufferLoki bounds the events waiting for Loki while it is slow or
+// down, so an XID storm cannot grow memory without limit.
+const eventBufferLoki = 1024
+
+// pushEvents sends event lines to Loki off the collection loop, so a slow or
+// absent Loki never delays a collection.
+func (a *Agent) pushEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case l := <-a.lokiCh:
+			if err := a.loki.Push(ctx, []EventLine{l}); err != nil {
+				a.lokiFailures.Add(1)
+				a.log.Error("loki_push_failed", "err", err)
+			}
+		}
 	}
 }
 

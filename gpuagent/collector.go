@@ -125,7 +125,10 @@ func (c *Collector) Collect(ctx context.Context) Snapshot {
 	}
 	n, ret := c.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
+		// The driver went away under a running NVML (unloaded, reset):
+		// report NVML down rather than a node without GPUs.
 		c.countErr("DeviceGetCount")
+		snap.NVMLUp = false
 	}
 	for i := 0; i < n; i++ {
 		if ctx.Err() != nil {

@@ -222,6 +222,7 @@ func (n *gpuNode) scrape(g *generator, step int, t int64) {
 		}
 		g.step.fbUsedSum += fb
 		g.step.activeGPUs++
+		g.segUtil++
 	}
 }
 

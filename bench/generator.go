@@ -33,6 +33,9 @@ type Expectation struct {
 	// Created is the cumulative number of distinct series per metric name
 	// written up to the end of the segment.
 	Created map[string]int
+	// UtilSamples is the number of DCGM_FI_DEV_GPU_UTIL samples (staleness
+	// markers not counted) in the segment itself.
+	UtilSamples int
 	// Runs is the number of distinct training runs so far; ActiveRuns of
 	// them are running at EvalTime.
 	Runs, ActiveRuns int
@@ -89,6 +92,7 @@ type generator struct {
 	runs        []*run // FIFO, oldest first
 	runSeq      int
 	churnBudget float64
+	segUtil     int // GPU util samples of the segment being generated
 	created     map[string]int
 	step        struct {
 		fbUsedSum  float64
@@ -140,6 +144,7 @@ func Generate(opts WorkloadOptions) (*Workload, error) {
 	step := 0
 	for i, seg := range opts.Segments {
 		sd := &SegmentData{Protocol: seg.Protocol, FirstScrap: w.Start + int64(step)*iv.Milliseconds()}
+		g.segUtil = 0
 		end := step + steps[i]
 		for step < end {
 			bEnd := min(step+opts.SamplesPerSeriesPerRequest, end)
@@ -187,6 +192,7 @@ func (g *generator) spike(w *Workload, step int) error {
 	g.startRuns(nodes)
 	chunks := chunkUnits(units, SeriesPerNode, opts, 0)
 	sd := &SegmentData{Protocol: RW1, FirstScrap: w.Start + int64(step)*iv.Milliseconds()}
+	g.segUtil = 0
 	end := step + opts.SpikeSteps
 	for step < end {
 		bEnd := min(step+opts.SamplesPerSeriesPerRequest, end)
@@ -221,13 +227,14 @@ func (g *generator) expect(last int64) Expectation {
 		c[k] = v
 	}
 	return Expectation{
-		EvalTime:   last + g.opts.ScrapeInterval.Milliseconds()/2,
-		LastScrape: last,
-		ActiveGPUs: g.step.activeGPUs,
-		FBUsedSum:  g.step.fbUsedSum,
-		Created:    c,
-		Runs:       g.runSeq,
-		ActiveRuns: len(g.runs),
+		EvalTime:    last + g.opts.ScrapeInterval.Milliseconds()/2,
+		LastScrape:  last,
+		ActiveGPUs:  g.step.activeGPUs,
+		FBUsedSum:   g.step.fbUsedSum,
+		Created:     c,
+		UtilSamples: g.segUtil,
+		Runs:        g.runSeq,
+		ActiveRuns:  len(g.runs),
 	}
 }
 

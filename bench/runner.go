@@ -167,7 +167,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 	res.MaxIngestSamplesPerS, res.MaxIngestBound = mr.Max, !mr.Saturated
 	res.SamplesAccepted += mr.Total.AcceptedSamples
 	pr := protoResult(primary.Protocol, mr.Total)
-	pr.Stored = verifySegment(ctx, qc, p, primary, &pr)
+	pr.Stored = verifySegment(ctx, qc, primary, w.Opts.ScrapeInterval, &pr)
 	res.Protocols = append(res.Protocols, pr)
 	if mr.Drain.AcceptedSamples > 0 {
 		res.RW1DrainSamplesPerS = mr.Drain.SamplesPerSecond()
@@ -199,7 +199,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 		if err := p.Flush(ctx); err != nil {
 			return fail("flush", err)
 		}
-		if pr.Stored = verifySegment(ctx, qc, p, seg, &pr); pr.Stored {
+		if pr.Stored = verifySegment(ctx, qc, seg, w.Opts.ScrapeInterval, &pr); pr.Stored {
 			res.SamplesAccepted += st.AcceptedSamples
 		}
 		res.Protocols = append(res.Protocols, pr)
@@ -247,20 +247,23 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 	return res
 }
 
-// verifySegment checks that the target answers count(DCGM_FI_DEV_GPU_UTIL)
-// at the end of seg with the generator's number of active GPUs, and notes
-// what it found in pr.LastError otherwise.
-func verifySegment(ctx context.Context, qc *QueryClient, p *Process, seg *SegmentData, pr *ProtocolResult) bool {
-	q := Query{Name: "verify_" + string(seg.Protocol), Kind: Instant, Expr: `count(DCGM_FI_DEV_GPU_UTIL)`}
+// verifySegment checks that the target holds exactly the generator's number
+// of DCGM_FI_DEV_GPU_UTIL samples inside seg's time range, and notes what it
+// found in pr.LastError otherwise. The window starts half an interval before
+// the segment's first scrape, so jitter cannot move a sample across it.
+func verifySegment(ctx context.Context, qc *QueryClient, seg *SegmentData, iv time.Duration, pr *ProtocolResult) bool {
+	window := seg.Expect.EvalTime - seg.FirstScrap + iv.Milliseconds()/2
+	q := Query{Name: "verify_" + string(seg.Protocol), Kind: Instant,
+		Expr: fmt.Sprintf(`sum(count_over_time(DCGM_FI_DEV_GPU_UTIL[%dms]))`, window)}
 	r, err := qc.Do(ctx, q, seg.Expect.EvalTime)
 	got := 0.0
 	if err == nil && len(r.Keys) == 1 && len(r.Points[r.Keys[0]]) == 1 {
 		got = r.Points[r.Keys[0]][0][1]
 	}
-	if got == float64(seg.Expect.ActiveGPUs) {
+	if got == float64(seg.Expect.UtilSamples) {
 		return true
 	}
-	msg := fmt.Sprintf("not stored: count(DCGM_FI_DEV_GPU_UTIL) after the segment = %v, want %d", got, seg.Expect.ActiveGPUs)
+	msg := fmt.Sprintf("not stored: %s = %v, want %d", q.Expr, got, seg.Expect.UtilSamples)
 	if err != nil {
 		msg = fmt.Sprintf("not verified: %v", err)
 	}

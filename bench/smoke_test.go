@@ -76,7 +76,7 @@ func runSmoke(t *testing.T, spec TargetSpec) {
 		if err := p.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		checkExpectations(ctx, t, qc, seg)
+		checkExpectations(ctx, t, qc, seg, o.ScrapeInterval)
 		if i == 0 {
 			// The whole suite must answer after the first segment.
 			for _, qr := range runSuite(ctx, qc, Suite(), seg.Expect.EvalTime, 1) {
@@ -95,7 +95,7 @@ func runSmoke(t *testing.T, spec TargetSpec) {
 
 // checkExpectations compares a target's answers after seg with the
 // generator's own accounting.
-func checkExpectations(ctx context.Context, t *testing.T, qc *QueryClient, seg *SegmentData) {
+func checkExpectations(ctx context.Context, t *testing.T, qc *QueryClient, seg *SegmentData, iv time.Duration) {
 	t.Helper()
 	ex := seg.Expect
 	scalar := func(expr string) float64 {
@@ -124,6 +124,13 @@ func checkExpectations(ctx context.Context, t *testing.T, qc *QueryClient, seg *
 		{"active GPU util series", scalar(`count(DCGM_FI_DEV_GPU_UTIL)`), float64(ex.ActiveGPUs)},
 		{"active runs", scalar(`count(count by (run_id) (DCGM_FI_DEV_GPU_UTIL))`), float64(ex.ActiveRuns)},
 		{"sum of FB used", scalar(`sum(DCGM_FI_DEV_FB_USED)`), ex.FBUsedSum},
+		{"GPU util samples in the segment", func() float64 {
+			var pr ProtocolResult
+			if !verifySegment(ctx, qc, seg, iv, &pr) {
+				t.Error(pr.LastError)
+			}
+			return float64(ex.UtilSamples)
+		}(), float64(ex.UtilSamples)},
 		{"GPU util series ever written", float64(list(Query{Name: "series", Kind: Series, Expr: `DCGM_FI_DEV_GPU_UTIL`, Range: 24 * time.Hour})), float64(ex.Created["DCGM_FI_DEV_GPU_UTIL"])},
 		{"e2e bucket series", float64(list(Query{Name: "buckets", Kind: Series, Expr: `vllm:e2e_request_latency_seconds_bucket`, Range: 24 * time.Hour})), float64(ex.Created["vllm:e2e_request_latency_seconds_bucket"])},
 		{"run ids", float64(list(Query{Name: "runs", Kind: LabelValues, Label: "run_id", Expr: `DCGM_FI_DEV_XID_ERRORS`, Range: 24 * time.Hour})), float64(ex.Runs)},

@@ -42,6 +42,10 @@ type Agent struct {
 	mu   sync.Mutex // guards last
 	last []Series
 
+	// collectMu serialises the users of src and work (not safe for
+	// concurrent use): collections and event rendering.
+	collectMu sync.Mutex
+
 	srv      *http.Server
 	ln       net.Listener
 	cancel   context.CancelFunc
@@ -153,8 +157,11 @@ func (a *Agent) selfSeries() []Series {
 	return out
 }
 
-// CollectOnce runs one collection and returns its series.
+// CollectOnce runs one collection and returns its series. Safe to call
+// while the agent runs (tests, -once); calls are serialised.
 func (a *Agent) CollectOnce(ctx context.Context) []Series {
+	a.collectMu.Lock()
+	defer a.collectMu.Unlock()
 	if err := a.work.Refresh(ctx); err != nil {
 		a.log.Warn("pod_resources_failed", "err", err)
 	}
@@ -254,7 +261,9 @@ func (a *Agent) EventLine(ev Event) EventLine {
 		}
 	}
 	a.mu.Unlock()
+	a.collectMu.Lock()
 	gpuCtx, _ := a.work.Attribute(ev.GPU, pids)
+	a.collectMu.Unlock()
 	labels := a.render.gpuLabels(ev.GPU, gpuCtx)
 	labels = append(labels, Label{"source", "weft-agent"}, Label{"event", string(ev.Kind)})
 	if ev.Kind == EventXID {

@@ -155,8 +155,9 @@ func (c *Collector) countErr(call string) {
 type gpuRun struct {
 	c    *Collector
 	dev  nvml.Device
-	snap *GPUSnapshot
-	lost bool
+	snap  *GPUSnapshot
+	lost  bool
+	links []int // NVLink links present (any state), found by nvlinkStates
 }
 
 // ok classifies ret: SUCCESS → true; NOT_SUPPORTED → false silently (the
@@ -205,7 +206,7 @@ func (c *Collector) collectGPU(i int) GPUSnapshot {
 	steps := []func(*Collector, *gpuRun){
 		(*Collector).utilization, (*Collector).memory, (*Collector).thermal,
 		(*Collector).power, (*Collector).clocks, (*Collector).pcie,
-		(*Collector).fieldValues, (*Collector).nvlinkStates, (*Collector).ecc,
+		(*Collector).nvlinkStates, (*Collector).fieldValues, (*Collector).ecc,
 		(*Collector).rowsAndPages, (*Collector).mig, (*Collector).processes,
 	}
 	for _, step := range steps {
@@ -391,6 +392,7 @@ func (c *Collector) nvlinkStates(g *gpuRun) {
 			}
 			continue
 		}
+		g.links = append(g.links, link)
 		v := 0.0
 		if st == nvml.FEATURE_ENABLED {
 			v = 1

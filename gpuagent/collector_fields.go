@@ -4,6 +4,7 @@ package gpuagent
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -27,21 +28,42 @@ var perfPolicyReasons = []struct {
 	{nvml.FI_DEV_PERF_POLICY_RELIABILITY, "reliability"},
 }
 
+// nvlinkErrorFields are the per-link error totals (all lanes of one link;
+// the field's scopeId is the link). DCGM's *_TOTAL metrics sum them over links.
+var nvlinkErrorFields = []struct {
+	field uint32
+	total *MetricDef
+	name  string
+}{
+	{nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, MetricNVLinkCRCFlit, "crc_flit"},
+	{nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, MetricNVLinkCRCData, "crc_data"},
+	{nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, MetricNVLinkReplay, "replay"},
+	{nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, MetricNVLinkRecovery, "recovery"},
+}
+
 // fieldValues reads, in one nvmlDeviceGetFieldValues call, the values that
 // NVML exposes only (or best) as fields: memory temperature, violation
-// times, NVLink throughput and NVLink error totals.
+// times, NVLink throughput (all links, scopeId UINT_MAX, and per link) and
+// NVLink error counters per link. It runs after nvlinkStates, which found
+// the links.
 func (c *Collector) fieldValues(g *gpuRun) {
 	req := []nvml.FieldValue{
 		{FieldId: nvml.FI_DEV_MEMORY_TEMP},
 		{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: allScopes},
 		{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: allScopes},
-		{FieldId: nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL},
-		{FieldId: nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL},
-		{FieldId: nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL},
-		{FieldId: nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL},
 	}
 	for _, p := range perfPolicyReasons {
 		req = append(req, nvml.FieldValue{FieldId: p.field})
+	}
+	perLink := len(req)
+	for _, link := range g.links {
+		l := uint32(link)
+		req = append(req,
+			nvml.FieldValue{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: l},
+			nvml.FieldValue{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: l})
+		for _, e := range nvlinkErrorFields {
+			req = append(req, nvml.FieldValue{FieldId: e.field, ScopeId: l})
+		}
 	}
 	if !g.ok("GetFieldValues", g.dev.GetFieldValues(req)) {
 		return
@@ -62,23 +84,37 @@ func (c *Collector) fieldValues(g *gpuRun) {
 	}
 	tx, okTx := get(1)
 	rx, okRx := get(2)
-	if okTx {
-		g.add(MetricNVLinkIO, tx, Label{"direction", "tx"})
-	}
-	if okRx {
-		g.add(MetricNVLinkIO, rx, Label{"direction", "rx"})
-	}
 	if okTx && okRx {
 		g.add(MetricNVLinkBandwidthTotal, tx+rx)
 	}
-	for i, d := range []*MetricDef{MetricNVLinkCRCFlit, MetricNVLinkCRCData, MetricNVLinkReplay, MetricNVLinkRecovery} {
+	for i, p := range perfPolicyReasons {
 		if v, ok := get(3 + i); ok {
-			g.add(d, v)
+			g.add(MetricClockEventSeconds, v/1e9, Label{"reason", p.name})
 		}
 	}
-	for i, p := range perfPolicyReasons {
-		if v, ok := get(7 + i); ok {
-			g.add(MetricClockEventSeconds, v/1e9, Label{"reason", p.name})
+	totals := make([]float64, len(nvlinkErrorFields))
+	seen := make([]bool, len(nvlinkErrorFields))
+	stride := 2 + len(nvlinkErrorFields)
+	for k, link := range g.links {
+		base := perLink + k*stride
+		ll := Label{"link", fmt.Sprint(link)}
+		if v, ok := get(base); ok {
+			g.add(MetricNVLinkIO, v, Label{"direction", "tx"}, ll)
+		}
+		if v, ok := get(base + 1); ok {
+			g.add(MetricNVLinkIO, v, Label{"direction", "rx"}, ll)
+		}
+		for j, e := range nvlinkErrorFields {
+			if v, ok := get(base + 2 + j); ok {
+				g.add(MetricNVLinkErrors, v, Label{"error_type", e.name}, ll)
+				totals[j] += v
+				seen[j] = true
+			}
+		}
+	}
+	for j, e := range nvlinkErrorFields {
+		if seen[j] {
+			g.add(e.total, totals[j])
 		}
 	}
 }

@@ -134,7 +134,10 @@ func TestUnitConversions(t *testing.T) {
 		{"memory temperature from field value", MetricMemTemp, nil, 52},
 		{"violation ns to s", MetricClockEventSeconds, []Label{{"reason", "power"}}, 1.5},
 		{"thermal violation s", MetricClockEventSeconds, []Label{{"reason", "thermal"}}, 2},
-		{"nvlink total KiB", MetricNVLinkBandwidthTotal, nil, 3<<20 + 4},
+		{"nvlink total KiB, all links aggregate", MetricNVLinkBandwidthTotal, nil, 12*(1<<10) + 66 + 12*(2<<10)},
+		{"nvlink per link tx", MetricNVLinkIO, []Label{{"link", "5"}, {"direction", "tx"}}, 1<<10 + 5},
+		{"nvlink crc flit summed over links", MetricNVLinkCRCFlit, nil, 2 * 66},
+		{"nvlink crc flit on one link", MetricNVLinkErrors, []Label{{"link", "4"}, {"error_type", "crc_flit"}}, 8},
 		{"pcie tx KB", MetricPCIeTx, nil, 1002},
 	}
 	for _, tc := range tests {

@@ -117,7 +117,9 @@ var (
 	MetricNVLinkBandwidthTotal = &MetricDef{DCGM: "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", OTel: "hw.gpu.nvlink.io.total", Type: Counter, Unit: "KiB", OTelUnit: "By", OTelScale: 1024,
 		Help: "Total NVLink data throughput over all links and both directions (in KiB)."}
 	MetricNVLinkIO = &MetricDef{DCGM: "weft_gpu_nvlink_data_kib_total", OTel: "hw.gpu.io", Type: Counter, Unit: "KiB", OTelUnit: "By", OTelScale: 1024, OTelExtra: []Label{{"hw.gpu.link", "nvlink"}},
-		Help: "NVLink data throughput per direction, all links (in KiB)."}
+		Help: "NVLink data throughput per link and direction (in KiB)."}
+	MetricNVLinkErrors = &MetricDef{DCGM: "weft_gpu_nvlink_errors_total", OTel: "hw.gpu.nvlink.errors", Type: Counter, Unit: "1", OTelUnit: "{error}",
+		Help: "NVLink error counters per link and type (crc_flit, crc_data, replay, recovery)."}
 	MetricNVLinkState = &MetricDef{DCGM: "weft_gpu_nvlink_link_up", OTel: "hw.gpu.nvlink.link.state", Type: Gauge, Unit: "bool", OTelUnit: "1",
 		Help: "NVLink link state per link: 1 active, 0 inactive."}
 	MetricNVLinkCRCFlit = &MetricDef{DCGM: "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", OTel: "hw.errors", Type: Counter, Unit: "1", OTelUnit: "{error}", OTelExtra: []Label{{"hw.type", "nvlink"}, {"error.type", "crc_flit"}},
@@ -205,7 +207,7 @@ var AllMetrics = []*MetricDef{
 	MetricSMClock, MetricMemClock,
 	MetricClockEventReasons, MetricClockEventActive, MetricClockEventSeconds,
 	MetricPCIeTx, MetricPCIeRx, MetricPCIeReplay,
-	MetricNVLinkBandwidthTotal, MetricNVLinkIO, MetricNVLinkState,
+	MetricNVLinkBandwidthTotal, MetricNVLinkIO, MetricNVLinkState, MetricNVLinkErrors,
 	MetricNVLinkCRCFlit, MetricNVLinkCRCData, MetricNVLinkReplay, MetricNVLinkRecovery,
 	MetricECCSBEVol, MetricECCDBEVol, MetricECCSBEAgg, MetricECCDBEAgg,
 	MetricRemapCorr, MetricRemapUnc, MetricRemapPending, MetricRemapFailure,

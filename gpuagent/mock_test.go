@@ -172,15 +172,23 @@ func (n *mockNode) stub(i int, d *server.Device, f *fakeGPU) {
 			case nvml.FI_DEV_MEMORY_TEMP:
 				putU32(v, 50+u32)
 			case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
-				putU64(v, 1<<20+uint64(i))
+				if v.ScopeId == allScopes {
+					putU64(v, uint64(f.links)*(1<<10)+uint64(f.links*(f.links-1)/2))
+				} else {
+					putU64(v, 1<<10+uint64(v.ScopeId)) // KiB on this link
+				}
 			case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
-				putU64(v, 2<<20+uint64(i))
+				if v.ScopeId == allScopes {
+					putU64(v, uint64(f.links)*(2<<10))
+				} else {
+					putU64(v, 2<<10)
+				}
 			case nvml.FI_DEV_PERF_POLICY_POWER:
 				putU64(v, 1_500_000_000) // 1.5 s in ns
 			case nvml.FI_DEV_PERF_POLICY_THERMAL:
 				putU64(v, uint64(i)*1_000_000_000)
 			case nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL:
-				putU64(v, uint64(i))
+				putU64(v, uint64(i)*uint64(v.ScopeId)) // i errors on link 1, 2i on link 2, ...
 			default:
 				putU64(v, 0)
 			}

@@ -15,27 +15,40 @@ import (
 // some values, never panic, and on error leave dst and src as they were.
 func TestDecodeMutations(t *testing.T) {
 	all := telemetryDay()
-	var inputs [][]byte
-	seenTS, seenV := map[byte]bool{}, map[byte]bool{}
-	// One encoding per distinct mode/tag, from long blocks and short chunks.
+	// The shortest encoding of each timestamp mode and float tag, from long
+	// blocks and short chunks (short keeps the test fast under -race).
+	byTS, byV := map[byte][]byte{}, map[byte][]byte{}
 	for _, chunks := range [][]sampleChunk{chunkByTime(all, 24*time.Hour), chunkByCount(all, 120)} {
 		for _, c := range chunks {
 			ts := AppendTimestamps(nil, c.t)
-			if m := ts[uvarintLen(uint64(len(c.t)))]; !seenTS[m] {
-				seenTS[m] = true
-				inputs = append(inputs, ts)
+			if m := ts[uvarintLen(uint64(len(c.t)))]; byTS[m] == nil || len(ts) < len(byTS[m]) {
+				byTS[m] = ts
 			}
 			vs := AppendFloats(nil, c.v)
-			if tag := vs[uvarintLen(uint64(len(c.v)))]; !seenV[tag] {
-				seenV[tag] = true
-				inputs = append(inputs, vs)
+			if tag := vs[uvarintLen(uint64(len(c.v)))]; byV[tag] == nil || len(vs) < len(byV[tag]) {
+				byV[tag] = vs
 			}
 		}
+	}
+	var inputs [][]byte
+	seenTS, seenV := map[byte]bool{}, map[byte]bool{}
+	for m, in := range byTS {
+		seenTS[m] = true
+		inputs = append(inputs, in)
+	}
+	for tag, in := range byV {
+		seenV[tag] = true
+		inputs = append(inputs, in)
 	}
 	for _, col := range intModeColumns() {
 		inputs = append(inputs, AppendTimestamps(nil, col))
 	}
+	periodic := make([]float64, 600) // zstd-wrapped
+	for i := range periodic {
+		periodic[i] = []float64{0.5, 97.25, 13, 1e6, 0.001, 42}[i%6]
+	}
 	inputs = append(inputs,
+		AppendFloats(nil, periodic),
 		AppendFloats(nil, []float64{1, 2.5, math.NaN(), math.Copysign(0, -1), 7}),
 		AppendHistograms(nil, latencyHistograms(20)),
 		AppendFloatHistograms(nil, []*histogram.FloatHistogram{latencyHistograms(2)[0].ToFloat(nil), latencyHistograms(2)[1].ToFloat(nil)}),

@@ -193,7 +193,7 @@ func (s *Sender) send(ctx context.Context, rw2 []byte) (retry bool, err error) {
 			}
 			body, ctype, version = b, contentTypeRW1, versionRW1
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.URL, bytes.NewReader(snappy.Encode(nil, body)))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.URL, bytes.NewReader(snappyEncode(body)))
 		if err != nil {
 			return false, fmt.Errorf("build request: %w", err)
 		}
@@ -221,3 +221,5 @@ func (s *Sender) send(ctx context.Context, rw2 []byte) (retry bool, err error) {
 		}
 	}
 }
+
+func snappyEncode(b []byte) []byte { return snappy.Encode(nil, b) }

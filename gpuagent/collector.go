@@ -153,8 +153,8 @@ func (c *Collector) countErr(call string) {
 
 // gpuRun collects one GPU; lost turns true at the first ERROR_GPU_IS_LOST.
 type gpuRun struct {
-	c    *Collector
-	dev  nvml.Device
+	c     *Collector
+	dev   nvml.Device
 	snap  *GPUSnapshot
 	lost  bool
 	links []int // NVLink links present (any state), found by nvlinkStates

@@ -133,13 +133,14 @@ func decodeIntsPage(dst []uint64, src []byte, n int, prev uint64) ([]byte, error
 		// the read position never falls behind the write position.
 		j := n - nz
 		unpack(dst[j:], rest, nz, w, base)
+		// Branch-free: plateaus and flat counters make the bitmap
+		// unpredictable enough that a branch per value mispredicts often.
 		for i := 1; i < n; i++ {
-			var d uint64
-			if bm[(i-1)>>3]>>((i-1)&7)&1 != 0 {
-				d = dst[j]
-				j++
-			}
-			dst[i] = dst[i-1] + d
+			bit := uint64(bm[(i-1)>>3]>>((i-1)&7)) & 1
+			// j reaches n once every non-zero delta is consumed; the
+			// clamped read is then masked out.
+			dst[i] = dst[i-1] + dst[min(j, n-1)]&-bit
+			j += int(bit)
 		}
 		return rest[packedLen(nz, w):], nil
 	case intModePatched:

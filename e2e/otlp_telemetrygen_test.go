@@ -1,0 +1,104 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/api"
+)
+
+// TestOTLPTelemetrygen drives weft's receiver with the pinned telemetrygen
+// over gRPC and over HTTP, for every metric type and both temporalities, and
+// checks the exact series and sample counts stored (and the last values
+// where telemetrygen's are deterministic).
+func TestOTLPTelemetrygen(t *testing.T) {
+	bin := peerBin(t, "telemetrygen")
+	w := startWeftOTLP(t, api.DefaultOTLPOptions())
+	rec := newPointRecorder()
+	grpcAddr := recordingGRPC(t, rec, w.grpcAddr)
+	httpURL := recordingHTTP(t, rec, w.httpURL)
+	const (
+		n    = 10 // data points per run, one series each
+		rate = 50 // per second: 20 ms apart, so no two share a millisecond
+	)
+	types := []struct {
+		name   string
+		metric string // stored name of the value series
+		series int    // series besides target_info
+	}{
+		{"Gauge", "gen", 1},
+		{"Sum", "gen_total", 1},
+		// 15 explicit bounds: 16 _bucket series, _sum, _count.
+		{"Histogram", "gen_count", 18},
+		{"ExponentialHistogram", "gen", 1},
+	}
+	for _, transport := range []string{"grpc", "http"} {
+		for _, typ := range types {
+			for _, temp := range []string{"cumulative", "delta"} {
+				name := fmt.Sprintf("%s/%s/%s", transport, typ.name, temp)
+				t.Run(name, func(t *testing.T) {
+					svc := strings.ToLower(strings.ReplaceAll(name, "/", "-"))
+					args := []string{"metrics", "--otlp-insecure", "--metric-type", typ.name,
+						"--aggregation-temporality", temp, "--metrics", strconv.Itoa(n), "--rate", strconv.Itoa(rate),
+						"--service", svc, "--workers", "1"}
+					if transport == "grpc" {
+						args = append(args, "--otlp-endpoint", grpcAddr)
+					} else {
+						args = append(args, "--otlp-http", "--otlp-endpoint", strings.TrimPrefix(httpURL, "http://"))
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+					if err != nil {
+						t.Fatalf("telemetrygen %v: %v\n%s", args, err, out)
+					}
+
+					job := labels.MustNewMatcher(labels.MatchEqual, "job", svc)
+					samples := weftSamples(t, w.db, math.MinInt64, math.MaxInt64, job)
+					perSeries := map[string]int{}
+					last := map[string]sample{}
+					for _, s := range samples {
+						perSeries[s.Labels]++
+						last[s.Labels] = s
+					}
+					// telemetrygen's resource has only service.name: no target_info.
+					// Each series holds one sample per distinct millisecond sent.
+					pts := rec.distinct(svc)
+					if pts < n-1 || pts > n {
+						t.Fatalf("telemetrygen sent points in %d distinct ms, want %d or %d", pts, n-1, n)
+					}
+					wantSeries, wantSamples := typ.series, typ.series*pts
+					if len(perSeries) != wantSeries || len(samples) != wantSamples {
+						t.Fatalf("stored %d series, %d samples; want %d, %d:\n%v", len(perSeries), len(samples), wantSeries, wantSamples, perSeries)
+					}
+					// Deterministic last values: gauge and sum report i = 0..n-1;
+					// every histogram sample of telemetrygen counts 10 observations.
+					wantLast := map[string]float64{
+						"Gauge/cumulative": n - 1, "Gauge/delta": n - 1,
+						"Sum/cumulative": n - 1, "Sum/delta": n * (n - 1) / 2,
+						"Histogram/cumulative": 10, "Histogram/delta": 10 * n,
+					}
+					if want, ok := wantLast[typ.name+"/"+temp]; ok {
+						var got string
+						for ls, s := range last {
+							if strings.HasPrefix(ls, `{__name__="`+typ.metric+`"`) {
+								got = s.V
+							}
+						}
+						if got != strconv.FormatFloat(want, 'f', -1, 64) {
+							t.Errorf("last %s = %q, want %v", typ.metric, got, want)
+						}
+					}
+				})
+			}
+		}
+	}
+}

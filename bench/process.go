@@ -225,10 +225,15 @@ func (p *Process) Stop(timeout time.Duration) bool {
 	}
 }
 
-// Kill kills the target's process group and waits for it.
+// Kill kills the target's process group and waits for it. Once the target
+// has exited nothing is signalled (its ids may belong to others by then).
 func (p *Process) Kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
+	select {
+	case <-p.done:
+	default:
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
 	p.stopSampling()
 }
 

@@ -100,7 +100,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		"# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter",
 		// GPU 0 carries the pod from the kubelet and the run from /proc.
 		`container="pytorch",container_id="` + strings.Repeat("a1", 32) + `",dataset="c4",device="nvidia0",gpu="0",gpu_uuid="` + u0 + `",local_rank="1",model="llama-3-8b",modelName=`,
-		`namespace="ml",pci_bus_id="00000000:10:00.0",pod="trainer-0",rank="3",run_id="run-llama-7"} 5`,
+		`namespace="ml",pci_bus_id="00000000:10:00.0",pod="trainer-0",pod_uid="1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901",rank="3",run_id="run-llama-7"} 5`,
 		`weft_gpu_process_memory_used{Hostname="node-1",`,
 		"gpu_agent_queue_bytes",
 	} {

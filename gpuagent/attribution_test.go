@@ -27,9 +27,9 @@ func TestReadProc(t *testing.T) {
 		want Context
 		rt   string
 	}{
-		{"containerd systemd driver", 1001, Context{KeyRunID: "run-llama-7", KeyModel: "llama-3-8b", KeyDataset: "c4", KeyRank: "3", KeyLocalRank: "1", KeyContainerID: hex("a1")}, "containerd"},
-		{"containerd cgroupfs driver v1", 1002, Context{KeyRunID: "mlflow-123", KeyRank: "0", KeyContainerID: hex("b2")}, "containerd"},
-		{"cri-o", 1003, Context{KeyRunID: "wandb-xyz", KeyContainerID: hex("c3")}, "cri-o"},
+		{"containerd systemd driver", 1001, Context{KeyRunID: "run-llama-7", KeyModel: "llama-3-8b", KeyDataset: "c4", KeyRank: "3", KeyLocalRank: "1", KeyContainerID: hex("a1"), KeyPodUID: "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"}, "containerd"},
+		{"containerd cgroupfs driver v1", 1002, Context{KeyRunID: "mlflow-123", KeyRank: "0", KeyContainerID: hex("b2"), KeyPodUID: "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f902"}, "containerd"},
+		{"cri-o", 1003, Context{KeyRunID: "wandb-xyz", KeyContainerID: hex("c3"), KeyPodUID: "0a0b0c0d-1111-2222-3333-444455556666"}, "cri-o"},
 		{"docker", 1004, Context{KeyRunID: "elastic-9", KeyModel: "resnet50", KeyContainerID: hex("d4")}, "docker"},
 		{"slurm cgroup v1", 1005, Context{KeySlurmJobID: "4242", KeyRank: "7", KeyLocalRank: "3"}, ""},
 		{"slurm cgroup v2, unreadable environ", 1006, Context{KeySlurmJobID: "5151"}, ""},
@@ -267,3 +267,38 @@ type testClock struct{ t time.Time }
 func newTestClock() *testClock               { return &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
 func (c *testClock) Now() time.Time          { return c.t }
 func (c *testClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestMIGDeviceAttribution(t *testing.T) {
+	sock := startFakeKubelet(t, &podresourcesapi.ListPodResourcesResponse{PodResources: []*podresourcesapi.PodResources{
+		gpuPod("ml", "infer-1", "triton", "nvidia.com/mig-1g.5gb", "MIG-bbbb"),
+	}})
+	pr := NewPodResources(sock)
+	defer pr.Close()
+	w := NewWorkloads(procRoot, nil, pr, nil)
+	if err := w.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap := Snapshot{NVMLUp: true, GPUs: []GPUSnapshot{{
+		Info: GPUInfo{UUID: "GPU-0", Model: "A100"},
+		Samples: []Sample{
+			{Def: MetricMIGInstance, Value: 1, Labels: []Label{{"GPU_I_ID", "1"}, {"mig_uuid", "MIG-aaaa"}}},
+			{Def: MetricMIGInstance, Value: 1, Labels: []Label{{"GPU_I_ID", "2"}, {"mig_uuid", "MIG-bbbb"}}},
+		},
+		Processes: []ProcessSample{{PID: 1007, Samples: []Sample{{Def: MetricProcessMemory, Value: 100, Labels: []Label{{"GPU_I_ID", "2"}}}}}},
+	}}}
+	r := &Renderer{Naming: NamingDCGM, Hostname: "h", Attr: w}
+	var got []string
+	for _, s := range r.Render(snap) {
+		if s.Name == MetricMIGInstance.DCGM || s.Name == MetricProcessMemory.DCGM {
+			got = append(got, s.Name+" "+labelValue(s.Labels, "GPU_I_ID")+" pod="+labelValue(s.Labels, KeyPod)+" dataset="+labelValue(s.Labels, KeyDataset))
+		}
+	}
+	want := []string{
+		"weft_gpu_mig_instance_info 1 pod= dataset=imagenet", // the only process agrees with itself
+		"weft_gpu_mig_instance_info 2 pod=infer-1 dataset=imagenet",
+		"weft_gpu_process_memory_used 2 pod=infer-1 dataset=imagenet",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

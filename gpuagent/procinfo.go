@@ -31,6 +31,7 @@ const (
 	KeyPod          = "pod"
 	KeyContainer    = "container"
 	KeyContainerID  = "container_id"
+	KeyPodUID       = "pod_uid"
 	KeySlurmJobID   = "slurm_job_id"
 )
 
@@ -155,6 +156,9 @@ func (p *ProcInfo) Context() Context {
 	}
 	if p.Cgroup.ContainerID != "" {
 		ctx[KeyContainerID] = p.Cgroup.ContainerID
+	}
+	if p.Cgroup.PodUID != "" {
+		ctx[KeyPodUID] = p.Cgroup.PodUID
 	}
 	if p.Cgroup.SlurmJobID != "" && ctx[KeySlurmJobID] == "" {
 		ctx[KeySlurmJobID] = p.Cgroup.SlurmJobID

@@ -26,6 +26,13 @@ type Attributor interface {
 	Attribute(gpu GPUInfo, pids []uint32) (gpuCtx Context, perPID map[uint32]Context)
 }
 
+// DeviceAttributor is optionally implemented by an Attributor that knows the
+// workload holding a device ID other than a whole GPU (a MIG device UUID, as
+// the kubelet reports MIG allocations). It returns nil when none does.
+type DeviceAttributor interface {
+	DeviceContext(deviceID string) Context
+}
+
 // Renderer turns snapshots into series under one naming. It is stateless
 // apart from its configuration and safe for concurrent use.
 type Renderer struct {
@@ -58,18 +65,51 @@ func (r *Renderer) Render(snap Snapshot) []Series {
 			failed = 1
 		}
 		out = append(out, r.series(MetricGPUFailed, base, nil, failed))
+		// MIG devices are allocated to pods by MIG UUID: their series, and
+		// those of processes in their GPU instance, carry that pod.
+		devAttr, _ := r.Attr.(DeviceAttributor)
+		migByGI := map[string]Context{}
 		for _, s := range g.Samples {
-			out = append(out, r.series(s.Def, base, s.Labels, s.Value))
+			labels := s.Labels
+			if devAttr != nil {
+				if id := labelValue(s.Labels, "mig_uuid"); id != "" {
+					if ctx := devAttr.DeviceContext(id); ctx != nil {
+						migByGI[labelValue(s.Labels, "GPU_I_ID")] = ctx
+						labels = appendContext(labels, ctx)
+					}
+				}
+			}
+			out = append(out, r.series(s.Def, base, labels, s.Value))
 		}
 		for _, p := range g.Processes {
-			pbase := r.gpuLabels(g.Info, perPID[p.PID])
+			pctx := perPID[p.PID]
 			pid := []Label{{"pid", strconv.FormatUint(uint64(p.PID), 10)}}
 			for _, s := range p.Samples {
-				out = append(out, r.series(s.Def, pbase, append(pid, s.Labels...), s.Value))
+				ctx := pctx
+				if mctx, ok := migByGI[labelValue(s.Labels, "GPU_I_ID")]; ok {
+					ctx = mergeContext(pctx, mctx)
+				}
+				out = append(out, r.series(s.Def, r.gpuLabels(g.Info, ctx), append(pid, s.Labels...), s.Value))
 			}
 		}
 	}
 	SortSeries(out)
+	return out
+}
+
+func appendContext(l []Label, ctx Context) []Label {
+	out := append([]Label(nil), l...)
+	for _, k := range slices.Sorted(maps.Keys(ctx)) {
+		out = append(out, Label{k, ctx[k]})
+	}
+	return out
+}
+
+// mergeContext returns a copy of a overridden by b.
+func mergeContext(a, b Context) Context {
+	out := make(Context, len(a)+len(b))
+	maps.Copy(out, a)
+	maps.Copy(out, b)
 	return out
 }
 
@@ -141,6 +181,10 @@ func (r *Renderer) series(d *MetricDef, base, extra []Label, v float64) Series {
 		}
 	}
 	for _, l := range extra {
+		if r.Naming == NamingOTel && l.Name == "direction" {
+			// OTel's attribute for I/O direction and its values.
+			l = Label{"network.io.direction", map[string]string{"tx": "transmit", "rx": "receive"}[l.Value]}
+		}
 		m[l.Name] = l.Value
 	}
 	labels := make([]Label, 0, len(m))

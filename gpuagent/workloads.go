@@ -47,6 +47,16 @@ func (w *Workloads) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// DeviceContext implements DeviceAttributor: the pod holding a device ID
+// (a MIG device UUID) according to the kubelet.
+func (w *Workloads) DeviceContext(id string) Context {
+	ref, ok := w.podMap[id]
+	if !ok {
+		return nil
+	}
+	return Context{KeyNamespace: ref.Namespace, KeyPod: ref.Pod, KeyContainer: ref.Container}
+}
+
 // CachedPIDs returns how many processes are cached.
 func (w *Workloads) CachedPIDs() int { return len(w.cache) }
 

@@ -3,7 +3,9 @@
 // collect from dcgm-exporter on a cluster of training nodes.
 //
 // The same Options (seed included) always produce the same series, label
-// sets and samples, bit for bit, on every platform. What makes the data
+// sets and samples, bit for bit, on a given architecture (Go may fuse
+// floating-point multiply-adds differently on others, so a rare value can
+// differ in its last rounded digit across architectures). What makes the data
 // realistic, and therefore a fair benchmark for compression:
 //
 //   - timestamps on a 15 s scrape grid with a per-node scrape offset, a few

@@ -127,6 +127,7 @@ func Markdown(w *Workload, results []SystemResult, reference string) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+	queryTable(&b, results)
 	for _, r := range results {
 		if r.Error != "" {
 			fmt.Fprintf(&b, "- **%s failed**: %s\n", r.System, r.Error)
@@ -171,6 +172,46 @@ func Markdown(w *Workload, results []SystemResult, reference string) string {
 		}
 	}
 	return b.String()
+}
+
+// queryTable writes per-query p50/p99 latencies, one column per system.
+func queryTable(b *strings.Builder, results []SystemResult) {
+	var names []string
+	for _, r := range results {
+		if len(r.Queries) > len(names) {
+			names = names[:0]
+			for _, q := range r.Queries {
+				names = append(names, q.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	b.WriteString("| query p50 / p99 (s) |")
+	for _, r := range results {
+		fmt.Fprintf(b, " %s |", r.System)
+	}
+	b.WriteString("\n|---|")
+	for range results {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for i, n := range names {
+		fmt.Fprintf(b, "| %s |", n)
+		for _, r := range results {
+			switch {
+			case i >= len(r.Queries):
+				b.WriteString(" – |")
+			case r.Queries[i].Error != "":
+				b.WriteString(" error |")
+			default:
+				fmt.Fprintf(b, " %s / %s |", num(r.Queries[i].P50S), num(r.Queries[i].P99S))
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 func trunc(s string, n int) string {

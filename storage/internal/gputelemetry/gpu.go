@@ -65,10 +65,13 @@ func (g *gpu) step(rng *rand.Rand, r *run, ph phase, j int, dtMs int64, out *[nu
 	util := g.utilization(rng, r, ph, j)
 	load := util / 100
 
-	// Power follows utilization with a little sensor noise.
-	g.watts = idleWatts + (tdpWatts-idleWatts)*math.Pow(load, 1.3)*g.eff + rng.NormFloat64()*5
-	g.watts = math.Max(55, g.watts)
-	g.energyMJ += int64(g.watts * float64(max(dtMs, 0)))
+	// Power follows utilization; the reported value is one instantaneous
+	// sensor reading with its noise. The energy counter integrates the sensor
+	// continuously, so its increments carry the interval's mean power, whose
+	// noise is far smaller.
+	mean := idleWatts + (tdpWatts-idleWatts)*math.Pow(load, 1.3)*g.eff
+	g.watts = math.Max(55, mean+rng.NormFloat64()*5)
+	g.energyMJ += int64(math.Max(55, mean+rng.NormFloat64()*0.5) * float64(max(dtMs, 0)))
 
 	// Temperatures drift towards a load-dependent target.
 	target := g.ambient + 10 + 45*load

@@ -15,6 +15,9 @@ type RunOptions struct {
 	// QueryRepeats is how many times each suite query runs (latency
 	// percentiles are over all runs; the first answer is compared).
 	QueryRepeats int
+	// QueryBudget stops repeating a query once its runs took this long (it
+	// always runs once), which bounds the suite at large scales.
+	QueryBudget  time.Duration
 	ReadyTimeout time.Duration
 	StopTimeout  time.Duration
 	// SpikeVisibleTimeout bounds the wait for the spike's series to show up
@@ -32,6 +35,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Step:                DefaultStepOptions(),
 		QueryRepeats:        5,
+		QueryBudget:         20 * time.Second,
 		ReadyTimeout:        2 * time.Minute,
 		StopTimeout:         2 * time.Minute,
 		SpikeVisibleTimeout: 2 * time.Minute,
@@ -178,7 +182,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 
 	// 2. Query suite at the end of the primary segment.
 	lg.Info("queries")
-	res.Queries = runSuite(ctx, qc, Suite(), primary.Expect.EvalTime, o.QueryRepeats)
+	res.Queries = runSuite(ctx, qc, Suite(), primary.Expect.EvalTime, o.QueryRepeats, o.QueryBudget)
 	res.QueryP50S, res.QueryP99S = pctS(allLatencies(res.Queries), 0.5), pctS(allLatencies(res.Queries), 0.99)
 
 	// 3. The other protocols, unpaced, continuing the same series in time.
@@ -291,12 +295,15 @@ func protoResult(p Protocol, st SendStats) ProtocolResult {
 	}
 }
 
-func runSuite(ctx context.Context, qc *QueryClient, suite []Query, evalTime int64, repeats int) []QueryResult {
+// runSuite runs every query up to repeats times, stopping a query's repeats
+// once they took budget (0 = no budget).
+func runSuite(ctx context.Context, qc *QueryClient, suite []Query, evalTime int64, repeats int, budget time.Duration) []QueryResult {
 	out := make([]QueryResult, 0, len(suite))
 	for _, q := range suite {
 		qr := QueryResult{Name: q.Name}
 		var lat []time.Duration
-		for i := 0; i < max(1, repeats); i++ {
+		began := time.Now()
+		for i := 0; i < max(1, repeats) && (i == 0 || budget <= 0 || time.Since(began) < budget); i++ {
 			t0 := time.Now()
 			r, err := qc.Do(ctx, q, evalTime)
 			lat = append(lat, time.Since(t0))

@@ -79,7 +79,7 @@ func runSmoke(t *testing.T, spec TargetSpec) {
 		checkExpectations(ctx, t, qc, seg, o.ScrapeInterval)
 		if i == 0 {
 			// The whole suite must answer after the first segment.
-			for _, qr := range runSuite(ctx, qc, Suite(), seg.Expect.EvalTime, 1) {
+			for _, qr := range runSuite(ctx, qc, Suite(), seg.Expect.EvalTime, 1, 0) {
 				if qr.Error != "" {
 					t.Errorf("suite query %s: %s", qr.Name, qr.Error)
 				} else if qr.answer == nil || len(qr.answer.Keys) == 0 {

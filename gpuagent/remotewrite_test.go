@@ -296,3 +296,12 @@ func TestRW2ToRW1RoundTrip(t *testing.T) {
 		t.Error("garbage converted without error")
 	}
 }
+
+func FuzzRW2ToRW1(f *testing.F) {
+	data, _ := EncodeRW2(batch(1), time.UnixMilli(1))
+	f.Add(data)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		RW2ToRW1(b) // must not panic on any input
+	})
+}

@@ -302,3 +302,39 @@ func TestMIGDeviceAttribution(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// A process in a container registers with the PID it sees (7); NVML reports
+// its host PID (2001, NSpid "2001 7"). The match needs the GPU it named.
+func TestRegistrationFromContainerPIDNamespace(t *testing.T) {
+	info, err := ReadProc(procRoot, 2001)
+	if err != nil || info.NSPID != 7 {
+		t.Fatalf("NSPID = %d, %v; want 7", info.NSPID, err)
+	}
+	if info, _ := ReadProc(procRoot, 1001); info.NSPID != 1001 {
+		t.Errorf("no status file: NSPID = %d, want the PID itself", info.NSPID)
+	}
+	tests := []struct {
+		name string
+		reg  Registration
+		gpu  string
+		want string
+	}{
+		{"namespaced pid with its gpu", Registration{PID: 7, RunID: "in-container", GPUUUIDs: []string{"GPU-a"}}, "GPU-a", "in-container"},
+		{"namespaced pid on another gpu", Registration{PID: 7, RunID: "in-container", GPUUUIDs: []string{"GPU-b"}}, "GPU-a", ""},
+		{"namespaced pid without gpus is ambiguous", Registration{PID: 7, RunID: "in-container"}, "GPU-a", ""},
+		{"host pid", Registration{PID: 2001, RunID: "host-pid"}, "GPU-a", "host-pid"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewRegistry(time.Minute, nil)
+			if err := reg.Register(tc.reg); err != nil {
+				t.Fatal(err)
+			}
+			w := NewWorkloads(procRoot, reg, nil, nil)
+			_, per := w.Attribute(GPUInfo{UUID: tc.gpu}, []uint32{2001})
+			if got := per[2001][KeyRunID]; got != tc.want {
+				t.Errorf("run_id = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -143,6 +143,7 @@ func runtimeOf(prefix, path string) string {
 type ProcInfo struct {
 	PID       uint32
 	StartTime uint64 // /proc/<pid>/stat field 22, guards against PID reuse
+	NSPID     uint32 // PID inside the process's own PID namespace (NSpid), PID outside containers
 	Cgroup    CgroupInfo
 	Env       Context // nil when environ was unreadable
 }
@@ -186,6 +187,12 @@ func ReadProc(root string, pid uint32) (ProcInfo, error) {
 	if st, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil {
 		info.StartTime = parseStartTime(st)
 	}
+	info.NSPID = pid
+	if st, err := readLimited(filepath.Join(dir, "status"), maxEnvironBytes); err == nil {
+		if ns := parseNSPID(st); ns != 0 {
+			info.NSPID = ns
+		}
+	}
 	if env, err := readLimited(filepath.Join(dir, "environ"), maxEnvironBytes); err == nil {
 		info.Env = ContextFromEnviron(env)
 	}
@@ -199,6 +206,27 @@ func readLimited(path string, n int64) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// parseNSPID returns the innermost PID of the "NSpid:" line of
+// /proc/<pid>/status (the PID the process sees for itself), or 0.
+func parseNSPID(status []byte) uint32 {
+	for _, line := range strings.Split(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, "NSpid:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0
+		}
+		v, err := strconv.ParseUint(f[len(f)-1], 10, 32)
+		if err != nil {
+			return 0
+		}
+		return uint32(v)
+	}
+	return 0
 }
 
 // parseStartTime returns field 22 of /proc/<pid>/stat; the command name in

@@ -93,7 +93,7 @@ func (q *Queue) Push(data []byte) error {
 
 	p := q.path(seq)
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := writeSynced(tmp, data); err != nil {
 		return fmt.Errorf("write queue segment: %w", err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
@@ -117,6 +117,24 @@ func (q *Queue) Push(data []byte) error {
 	default:
 	}
 	return nil
+}
+
+// writeSynced writes data and fsyncs it, so that a renamed segment is never
+// empty after a power loss. One fsync per collection interval is cheap.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Peek returns the oldest segment; ok is false when the queue is empty.

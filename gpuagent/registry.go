@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ type Registration struct {
 	Rank         *int              `json:"rank,omitempty"`
 	LocalRank    *int              `json:"local_rank,omitempty"`
 	TTLSeconds   int               `json:"ttl_seconds,omitempty"`
+	// GPUUUIDs are the GPUs the process uses (NVIDIA_VISIBLE_DEVICES in a
+	// container). They let the agent match a PID announced from inside a
+	// container's PID namespace to the host PID that NVML reports.
+	GPUUUIDs []string `json:"gpu_uuids,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"` // further canonical keys
 }
 
@@ -80,6 +85,7 @@ type Registry struct {
 
 type regEntry struct {
 	ctx     Context
+	gpus    []string
 	expires time.Time
 }
 
@@ -112,7 +118,7 @@ func (g *Registry) Register(r Registration) error {
 			return ErrRegistryFull
 		}
 	}
-	g.entries[r.PID] = regEntry{ctx: r.context(), expires: now.Add(ttl)}
+	g.entries[r.PID] = regEntry{ctx: r.context(), gpus: r.GPUUUIDs, expires: now.Add(ttl)}
 	return nil
 }
 
@@ -123,19 +129,46 @@ func (g *Registry) Unregister(pid uint32) {
 	g.mu.Unlock()
 }
 
-// Lookup returns the live context of pid, or nil.
+// Lookup returns the live context registered for pid, or nil.
 func (g *Registry) Lookup(pid uint32) Context {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e, ok := g.entries[pid]
+	e, ok := g.liveLocked(pid)
 	if !ok {
 		return nil
 	}
+	return e.ctx
+}
+
+// LookupProcess returns the context registered for a GPU process known to
+// the host as hostPID and to its own PID namespace as nsPID (equal outside
+// containers), running on gpuUUID. A registration under the host PID
+// matches directly; one under the namespaced PID matches only if it named
+// gpuUUID, because namespaced PIDs repeat across containers.
+func (g *Registry) LookupProcess(hostPID, nsPID uint32, gpuUUID string) Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.liveLocked(hostPID); ok && (len(e.gpus) == 0 || slices.Contains(e.gpus, gpuUUID)) {
+		return e.ctx
+	}
+	if nsPID != 0 && nsPID != hostPID {
+		if e, ok := g.liveLocked(nsPID); ok && slices.Contains(e.gpus, gpuUUID) {
+			return e.ctx
+		}
+	}
+	return nil
+}
+
+func (g *Registry) liveLocked(pid uint32) (regEntry, bool) {
+	e, ok := g.entries[pid]
+	if !ok {
+		return regEntry{}, false
+	}
 	if !g.now().Before(e.expires) {
 		delete(g.entries, pid)
-		return nil
+		return regEntry{}, false
 	}
-	return e.ctx
+	return e, true
 }
 
 // Len returns the number of live entries.

@@ -83,14 +83,16 @@ func (w *Workloads) Attribute(gpu GPUInfo, pids []uint32) (Context, map[uint32]C
 	var common Context
 	for i, pid := range pids {
 		ctx := Context{}
+		nsPID := pid
 		if info, ok := w.proc(pid); ok {
 			ctx = info.Context()
+			nsPID = info.NSPID
 		}
 		for k, v := range gpuCtx {
 			ctx[k] = v
 		}
 		if w.reg != nil {
-			for k, v := range w.reg.Lookup(pid) {
+			for k, v := range w.reg.LookupProcess(pid, nsPID, gpu.UUID) {
 				ctx[k] = v
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -13,6 +14,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/storage/internal/record"
+	"github.com/weftdb/weft/storage/internal/wal"
 )
 
 // Appender returns a Prometheus storage.Appender. It is for one goroutine
@@ -39,6 +41,8 @@ type pendingExemplar struct {
 	e exemplar.Exemplar
 }
 
+var errAppenderDone = errors.New("appender already committed or rolled back")
+
 // appender collects samples for one commit. Not safe for concurrent use.
 type appender struct {
 	db      *DB
@@ -48,13 +52,33 @@ type appender struct {
 
 	samples   []pendingSample
 	nHists    int
+	rec       []byte // scratch for new-series records
+	frame     []byte
 	exemplars []pendingExemplar
 	metas     []record.Metadata
 	done      bool
 }
 
+// appenderPool recycles appenders (and their sample slices) between
+// commits: a scrape or remote-write request of 1000 samples then allocates
+// nothing for its batch.
+var appenderPool = sync.Pool{New: func() any { return &appender{} }}
+
 func (db *DB) newAppender(ctx context.Context) *appender {
-	return &appender{db: db, ctx: ctx, nowMs: db.opts.Now().UnixMilli()}
+	a := appenderPool.Get().(*appender)
+	a.db, a.ctx, a.nowMs, a.discard, a.done = db, ctx, db.opts.Now().UnixMilli(), false, false
+	return a
+}
+
+// release returns a finished appender to the pool. The caller must not use
+// it afterwards; Commit and Rollback are its only callers.
+func (a *appender) release() {
+	clear(a.samples)
+	clear(a.exemplars)
+	a.samples, a.exemplars, a.metas = a.samples[:0], a.exemplars[:0], a.metas[:0]
+	a.nHists = 0
+	a.db, a.ctx = nil, nil
+	appenderPool.Put(a)
 }
 
 // validLabels reports whether ls is a storable label set: non-empty, names
@@ -115,8 +139,9 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	s := db.series.getOrCreate(id)
 	if created {
 		db.stats.seriesNew.Add(1)
-		rec := record.AppendSeries(nil, []record.Series{{Kind: 1, ID: id, Labels: ls}})
-		if _, err := db.wal.Log(walFrame(rec)); err != nil {
+		a.rec = record.AppendSeries(a.rec[:0], []record.Series{{Kind: 1, ID: id, Labels: ls}})
+		a.frame = wal.AppendRecord(a.frame[:0], a.rec)
+		if _, err := db.wal.Log(a.frame); err != nil {
 			return nil, fmt.Errorf("log series: %w", err)
 		}
 	}
@@ -128,9 +153,13 @@ func (a *appender) check(s *memSeries, x sample) error {
 	if a.db.futureMs >= 0 && x.t > a.nowMs+a.db.futureMs {
 		return ErrTooFarInFuture
 	}
+	if x.t > s.lastT.Load() {
+		// In order: valid whatever happens until Commit, which re-checks.
+		return nil
+	}
 	s.mu.Lock()
 	err := a.db.checkLocked(s, x, false)
-	lastT := s.lastT
+	lastT := s.lastT.Load()
 	s.mu.Unlock()
 	if err == nil && a.discard && x.t < lastT {
 		return promstorage.ErrOutOfOrderSample
@@ -140,7 +169,7 @@ func (a *appender) check(s *memSeries, x sample) error {
 
 func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x sample) (promstorage.SeriesRef, error) {
 	if a.done {
-		return 0, errors.New("appender already committed or rolled back")
+		return 0, errAppenderDone
 	}
 	s, err := a.seriesFor(ref, ls, x.t)
 	if err != nil {
@@ -262,7 +291,7 @@ func (a *appender) appendSTZero(ref promstorage.SeriesRef, ls labels.Labels, x s
 		return 0, err
 	}
 	s.mu.Lock()
-	lastT := s.lastT
+	lastT := s.lastT.Load()
 	s.mu.Unlock()
 	if x.t <= lastT {
 		return promstorage.SeriesRef(s.id), promstorage.ErrOutOfOrderST
@@ -273,8 +302,11 @@ func (a *appender) appendSTZero(ref promstorage.SeriesRef, ls labels.Labels, x s
 // Rollback discards everything appended. New series stay registered (their
 // records are harmless) but get no samples.
 func (a *appender) Rollback() error {
+	if a.done {
+		return errAppenderDone
+	}
 	a.done = true
-	a.samples, a.exemplars, a.metas = nil, nil, nil
+	a.release()
 	return nil
 }
 

@@ -47,8 +47,21 @@ func parseChunkKey(k []byte) (part int64, id uint64, mint int64, ok bool) {
 	return fromOrdered(binary.BigEndian.Uint64(k[1:])), binary.BigEndian.Uint64(k[9:]), fromOrdered(binary.BigEndian.Uint64(k[17:])), true
 }
 
+// appendChunkValueXOR encodes a head chunk as a version 1 value: its
+// Prometheus bytes as they are. Sealing is on the ingest path, so it only
+// copies; compaction re-encodes whole partitions into columnar blocks.
+func appendChunkValueXOR(dst []byte, c *sealedChunk) []byte {
+	if c.enc == encColumnar {
+		return appendChunkValue(dst, c)
+	}
+	dst = append(dst, chunkValueXOR, byte(c.enc))
+	dst = binary.AppendUvarint(dst, uint64(c.n))
+	dst = binary.AppendUvarint(dst, uint64(c.maxt-c.mint))
+	return append(dst, c.data...)
+}
+
 // appendChunkValue encodes c as a version 2 (columnar) value, converting
-// head chunks from their Prometheus encoding.
+// from the Prometheus encoding if needed.
 func appendChunkValue(dst []byte, c *sealedChunk) []byte {
 	dst = append(dst, chunkValueColumnar)
 	dst = binary.AppendUvarint(dst, uint64(c.n))
@@ -186,7 +199,7 @@ func (db *DB) writePending(ss []*memSeries) error {
 		for _, c := range written[i] {
 			p := db.partOf(c.mint)
 			key = appendChunkKey(key[:0], p, s.id, c.mint)
-			val = appendChunkValue(val[:0], c)
+			val = appendChunkValueXOR(val[:0], c)
 			if err := b.Set(key, val, nil); err != nil {
 				return fmt.Errorf("batch chunk: %w", err)
 			}

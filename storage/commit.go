@@ -32,9 +32,10 @@ var commitPool = sync.Pool{New: func() any { return &commitBuffers{} }}
 // Append (duplicates, window) are dropped and counted in Stats.
 func (a *appender) Commit() error {
 	if a.done {
-		return errors.New("appender already committed or rolled back")
+		return errAppenderDone
 	}
 	a.done = true
+	defer a.release()
 	db := a.db
 	if db.closed.Load() {
 		return ErrClosed
@@ -125,10 +126,10 @@ func (a *appender) Commit() error {
 		db.observeTime(maxt)
 	}
 
-	var werr error
 	if len(sealed) > 0 {
-		werr = db.writePending(sealed)
+		db.enqueueSealed(sealed)
 	}
+	var werr error
 	for _, s := range oooFull {
 		werr = errors.Join(werr, db.flushOOO(s))
 	}

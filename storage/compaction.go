@@ -22,7 +22,9 @@ func compactedKey(p int64) []byte {
 }
 
 // Compact merges, in every partition older than the newest one, the short
-// chunks of each series into one long per-series block, and cleans
+// chunks of each series into one long per-series block in weft's columnar
+// layout (sealing writes Prometheus XOR chunks as they are, to keep the
+// ingest path cheap; the columnar codecs pay most on long blocks), and cleans
 // tombstones. Each series is rewritten in one Pebble batch (new block set,
 // short keys deleted) so queries see either the old or the new chunks.
 func (db *DB) Compact(ctx context.Context) error {
@@ -70,14 +72,14 @@ func (db *DB) compactPartition(ctx context.Context, p int64) error {
 			continue
 		}
 		if id != last || count == 0 {
-			if count > 1 {
+			if count > 0 {
 				ids = append(ids, last)
 			}
 			last, count = id, 0
 		}
 		count++
 	}
-	if count > 1 {
+	if count > 0 {
 		ids = append(ids, last)
 	}
 	if err := it.Close(); err != nil {
@@ -109,7 +111,7 @@ func (db *DB) compactSeries(p int64, id uint64) error {
 	}
 	defer r.Close()
 	chunks, err := r.read(id, minInt64, maxInt64, []int64{p}, nil)
-	if err != nil || len(chunks) < 2 {
+	if err != nil || len(chunks) == 0 || (len(chunks) == 1 && chunks[0].enc == encColumnar) {
 		return err
 	}
 	var all []sample

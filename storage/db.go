@@ -63,6 +63,13 @@ type DB struct {
 	sealedChunks atomic.Int64
 	stats        counters
 
+	// sealQ holds series with sealed chunks for the sealer goroutine, which
+	// converts them to the columnar layout and writes them to Pebble off the
+	// commit path.
+	sealMu   sync.Mutex
+	sealQ    []*memSeries
+	sealKick chan struct{}
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 	stop      chan struct{}
@@ -92,6 +99,7 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 		futureMs:  -1,
 		series:    newSeriesMap(),
 		stop:      make(chan struct{}),
+		sealKick:  make(chan struct{}, 1),
 	}
 	if opts.FutureWindow >= 0 {
 		db.futureMs = opts.FutureWindow.Milliseconds()
@@ -139,6 +147,8 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("replay wal: %w", err)
 	}
 	db.wal.Start()
+	db.wg.Add(1)
+	go db.sealerLoop()
 	if opts.CheckpointInterval > 0 {
 		db.wg.Add(1)
 		go db.backgroundLoop()
@@ -233,6 +243,39 @@ func (db *DB) backgroundLoop() {
 				db.log.Error("retention_failed", "err", err)
 			}
 		}
+	}
+}
+
+// enqueueSealed hands series with newly sealed chunks to the sealer.
+func (db *DB) enqueueSealed(ss []*memSeries) {
+	db.sealMu.Lock()
+	db.sealQ = append(db.sealQ, ss...)
+	db.sealMu.Unlock()
+	select {
+	case db.sealKick <- struct{}{}:
+	default:
+	}
+}
+
+// sealerLoop writes queued sealed chunks to Pebble until Close.
+func (db *DB) sealerLoop() {
+	defer db.wg.Done()
+	var batch []*memSeries
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-db.sealKick:
+		}
+		db.sealMu.Lock()
+		batch, db.sealQ = db.sealQ, batch[:0]
+		db.sealMu.Unlock()
+		if err := db.writePending(batch); err != nil {
+			// The chunks stay pending in the head; the next checkpoint or
+			// flush writes them again.
+			db.log.Warn("write_sealed_chunks_failed", "err", err)
+		}
+		clear(batch)
 	}
 }
 

@@ -61,11 +61,11 @@ func (db *DB) partOf(t int64) int64 {
 // changing it: nil (in order or accepted out of order), errSameSample,
 // ErrDuplicateSample or ErrOutOfWindow.
 func (db *DB) checkLocked(s *memSeries, x sample, replay bool) error {
-	if s.lastT == math.MinInt64 || x.t > s.lastT {
+	if s.lastT.Load() == math.MinInt64 || x.t > s.lastT.Load() {
 		return nil
 	}
-	if x.t == s.lastT {
-		last := sample{t: s.lastT, v: s.lastV}
+	if x.t == s.lastT.Load() {
+		last := sample{t: s.lastT.Load(), v: s.lastV}
 		if s.ext != nil {
 			last.h, last.fh = s.ext.lastH, s.ext.lastFH
 		}
@@ -77,7 +77,7 @@ func (db *DB) checkLocked(s *memSeries, x sample, replay bool) error {
 		}
 		return ErrDuplicateSample
 	}
-	if !replay && x.t < s.lastT-db.oooWindow {
+	if !replay && x.t < s.lastT.Load()-db.oooWindow {
 		return ErrOutOfWindow
 	}
 	if old, ok := s.lookupLocked(x.t); ok {
@@ -141,7 +141,7 @@ func atSample(it chunkenc.Iterator, vt chunkenc.ValueType) sample {
 // chunk was sealed (the caller then writes pending chunks to Pebble) and
 // whether the sample went to the out-of-order buffer.
 func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error) {
-	if s.lastT != math.MinInt64 && x.t <= s.lastT {
+	if s.lastT.Load() != math.MinInt64 && x.t <= s.lastT.Load() {
 		e := s.extOrNew()
 		i := sort.Search(len(e.ooo), func(i int) bool { return e.ooo[i].t >= x.t })
 		if i < len(e.ooo) && e.ooo[i].t == x.t {
@@ -151,7 +151,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 			copy(e.ooo[i+1:], e.ooo[i:])
 			e.ooo[i] = x
 		}
-		if db.partOf(x.t) != db.partOf(s.lastT) {
+		if db.partOf(x.t) != db.partOf(s.lastT.Load()) {
 			db.idx.Touch(s.id, x.t)
 		}
 		return false, true, nil
@@ -161,7 +161,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		db.sealLocked(s)
 		sealed = true
 	}
-	if s.lastT == math.MinInt64 || db.partOf(x.t) != db.partOf(s.lastT) {
+	if s.lastT.Load() == math.MinInt64 || db.partOf(x.t) != db.partOf(s.lastT.Load()) {
 		db.idx.Touch(s.id, x.t)
 	}
 	if s.chunk == nil {
@@ -215,7 +215,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		e.lastH, e.lastFH = x.h, x.fh
 		s.lastV = 0
 	}
-	s.lastT = x.t
+	s.lastT.Store(x.t)
 	return sealed, false, nil
 }
 
@@ -243,7 +243,7 @@ func (db *DB) sealLocked(s *memSeries) {
 		return
 	}
 	s.chunk.Compact()
-	sc := &sealedChunk{mint: s.cmint, maxt: s.lastT, enc: s.chunk.Encoding(), n: s.chunk.NumSamples(), data: s.chunk.Bytes()}
+	sc := &sealedChunk{mint: s.cmint, maxt: s.lastT.Load(), enc: s.chunk.Encoding(), n: s.chunk.NumSamples(), data: s.chunk.Bytes()}
 	s.chunk, s.app = nil, nil
 	db.headChunks.Add(-1)
 	e := s.extOrNew()

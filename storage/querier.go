@@ -133,8 +133,8 @@ func (s *memSeries) copySourcesLocked(mint, maxt int64, dst []source) []source {
 			}
 		}
 	}
-	if s.chunk != nil && s.lastT >= mint && s.cmint <= maxt {
-		dst = append(dst, source{mint: s.cmint, maxt: s.lastT, enc: s.chunk.Encoding(), data: slices.Clone(s.chunk.Bytes())})
+	if s.chunk != nil && s.lastT.Load() >= mint && s.cmint <= maxt {
+		dst = append(dst, source{mint: s.cmint, maxt: s.lastT.Load(), enc: s.chunk.Encoding(), data: slices.Clone(s.chunk.Bytes())})
 	}
 	if s.ext != nil && len(s.ext.ooo) > 0 {
 		o := s.ext.ooo

@@ -3,6 +3,7 @@ package storage
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -18,7 +19,7 @@ import (
 type memSeries struct {
 	mu    sync.Mutex
 	id    uint64
-	lastT int64   // newest in-order timestamp; math.MinInt64 before the first sample
+	lastT atomic.Int64 // newest in-order timestamp; math.MinInt64 before the first sample. Written under mu, read without it by Append's fast path
 	lastV float64 // value at lastT (floats)
 	chunk chunkenc.Chunk
 	app   chunkenc.Appender
@@ -66,7 +67,9 @@ type sealedChunk struct {
 }
 
 func newMemSeries(id uint64) *memSeries {
-	return &memSeries{id: id, lastT: math.MinInt64}
+	s := &memSeries{id: id}
+	s.lastT.Store(math.MinInt64)
+	return s
 }
 
 func (s *memSeries) extOrNew() *seriesExt {

@@ -169,7 +169,7 @@ func (db *DB) cleanTombstonesLocked(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if !left && (s == nil || s.lastT == minInt64 || isDeleted(ivs, s.lastT)) {
+		if !left && (s == nil || s.lastT.Load() == minInt64 || isDeleted(ivs, s.lastT.Load())) {
 			empty.Add(id)
 		}
 	}

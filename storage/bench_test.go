@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"

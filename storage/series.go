@@ -20,7 +20,7 @@ type memSeries struct {
 	mu    sync.Mutex
 	id    uint64
 	lastT atomic.Int64 // newest in-order timestamp; math.MinInt64 before the first sample. Written under mu, read without it by Append's fast path
-	lastV float64 // value at lastT (floats)
+	lastV float64      // value at lastT (floats)
 	chunk chunkenc.Chunk
 	app   chunkenc.Appender
 	cmint int64 // first timestamp of chunk

@@ -4,8 +4,11 @@ package index
 //
 //	WEFT_BENCH_SERIES=1000000 go test -run '^$' -bench . -benchtime 1x ./index/
 //
-// Each weft benchmark reports "x_prometheus": its figure divided by the
-// Prometheus figure measured just before it (so run the whole set, in order).
+// Each benchmark reports wall time and "cpu-ns/op", the process CPU time
+// (getrusage) per operation: on a machine shared with other work, CPU time is
+// the steadier figure. Each weft benchmark reports "x_prometheus" (CPU time
+// ratio) and "x_prometheus_wall": its figure divided by the Prometheus figure
+// measured just before it in the same run (so run each pair together).
 
 import (
 	"context"
@@ -17,7 +20,9 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
@@ -117,12 +122,45 @@ const promAppendBatch = 5000
 // genBatch is how many label sets are generated, untimed, at a time.
 const genBatch = 10000
 
-// lastProm holds the Prometheus figure each comparison divides by.
-var lastProm = map[string]float64{}
+// cpuTime returns the CPU time (user + system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
-func reportRatio(b *testing.B, key string, weft float64) {
-	if p, ok := lastProm[key]; ok && p > 0 {
-		b.ReportMetric(weft/p, "x_prometheus")
+// opTimer measures wall and CPU time of the measured sections only.
+type opTimer struct {
+	wall, cpu time.Duration
+	w0        time.Time
+	c0        time.Duration
+}
+
+func (t *opTimer) start() { t.w0, t.c0 = time.Now(), cpuTime() }
+func (t *opTimer) stop() {
+	t.wall += time.Since(t.w0)
+	t.cpu += cpuTime() - t.c0
+}
+
+// promFigures holds the Prometheus figures (wall, cpu ns/op) each weft
+// benchmark of a pair divides by.
+var promFigures = map[string][2]float64{}
+
+// report records a pair member's figures; prometheus members store them,
+// weft members report the ratios.
+func report(b *testing.B, key string, prometheus bool, t *opTimer) {
+	wall := float64(t.wall.Nanoseconds()) / float64(b.N)
+	cpu := float64(t.cpu.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(cpu, "cpu-ns/op")
+	if prometheus {
+		promFigures[key] = [2]float64{wall, cpu}
+		return
+	}
+	if p, ok := promFigures[key]; ok && p[0] > 0 && p[1] > 0 {
+		b.ReportMetric(wall/p[0], "x_prometheus_wall")
+		b.ReportMetric(cpu/p[1], "x_prometheus")
 	}
 }
 
@@ -130,8 +168,9 @@ func reportRatio(b *testing.B, key string, weft float64) {
 // appender creating the series with one sample each, committing every
 // promAppendBatch. weft: Index.GetOrCreate.
 func BenchmarkCreateSeries(b *testing.B) {
-	run := func(b *testing.B, create func(ls []labels.Labels)) {
+	run := func(b *testing.B, prometheus bool, create func(ls []labels.Labels)) {
 		var sb labels.ScratchBuilder
+		var t opTimer
 		batch := make([]labels.Labels, 0, genBatch)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -142,16 +181,17 @@ func BenchmarkCreateSeries(b *testing.B) {
 				batch = append(batch, gpuSeries(&sb, done+j))
 			}
 			b.StartTimer()
+			t.start()
 			create(batch)
+			t.stop()
 			done += len(batch)
 		}
 		b.StopTimer()
-		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		b.ReportMetric(ns, "ns/series")
+		report(b, "create", prometheus, &t)
 	}
 	b.Run("prometheus_head", func(b *testing.B) {
 		h := benchHead(b)
-		run(b, func(batch []labels.Labels) {
+		run(b, true, func(batch []labels.Labels) {
 			for i := 0; i < len(batch); i += promAppendBatch {
 				app := h.Appender(context.Background())
 				for _, ls := range batch[i:min(i+promAppendBatch, len(batch))] {
@@ -164,18 +204,16 @@ func BenchmarkCreateSeries(b *testing.B) {
 				}
 			}
 		})
-		lastProm["create"] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	})
 	b.Run("weft_index", func(b *testing.B) {
 		ix := benchIndex(b)
-		run(b, func(batch []labels.Labels) {
+		run(b, false, func(batch []labels.Labels) {
 			for _, ls := range batch {
 				if _, _, err := ix.GetOrCreate(KindMetric, ls, 1000); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		reportRatio(b, "create", float64(b.Elapsed().Nanoseconds())/float64(b.N))
 	})
 }
 
@@ -200,6 +238,8 @@ func BenchmarkGetExistingSeries(b *testing.B) {
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
+		var t opTimer
+		t.start()
 		app = h.Appender(context.Background())
 		for i := 0; i < b.N; i++ {
 			if i%promAppendBatch == promAppendBatch-1 {
@@ -216,7 +256,8 @@ func BenchmarkGetExistingSeries(b *testing.B) {
 		if err := app.Commit(); err != nil {
 			b.Fatal(err)
 		}
-		lastProm["existing"] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		t.stop()
+		report(b, "existing", true, &t)
 	})
 	b.Run("weft_index", func(b *testing.B) {
 		ix := benchIndex(b)
@@ -225,12 +266,15 @@ func BenchmarkGetExistingSeries(b *testing.B) {
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
+		var t opTimer
+		t.start()
 		for i := 0; i < b.N; i++ {
 			if _, _, err := ix.GetOrCreate(KindMetric, sets[i%n], 2000); err != nil {
 				b.Fatal(err)
 			}
 		}
-		reportRatio(b, "existing", float64(b.Elapsed().Nanoseconds())/float64(b.N))
+		t.stop()
+		report(b, "existing", false, &t)
 	})
 }
 
@@ -290,7 +334,7 @@ func BenchmarkMemoryPerSeries(b *testing.B) {
 					}
 				}, h
 		})
-		lastProm["memory"] = lastMetric
+		promMemory = lastMetric
 	})
 	b.Run("weft_index", func(b *testing.B) {
 		measure(b, func() (func(labels.Labels), func(), any) {
@@ -301,12 +345,15 @@ func BenchmarkMemoryPerSeries(b *testing.B) {
 				}
 			}, func() {}, ix
 		})
-		reportRatio(b, "memory", lastMetric)
+		if promMemory > 0 {
+			b.ReportMetric(lastMetric/promMemory, "x_prometheus")
+		}
 	})
 }
 
-// lastMetric is the last B/series measured (shared by the two sub-benchmarks).
-var lastMetric float64
+// lastMetric is the last B/series measured, promMemory Prometheus' (shared by
+// the two sub-benchmarks).
+var lastMetric, promMemory float64
 
 // postingsFixture holds N series in both indexes, built once per run.
 type postingsFixture struct {
@@ -413,6 +460,8 @@ func BenchmarkPostings(b *testing.B) {
 			var promCount, weftCount int
 			b.Run("prometheus_head", func(b *testing.B) {
 				ctx := context.Background()
+				var t opTimer
+				t.start()
 				for i := 0; i < b.N; i++ {
 					p, err := tsdb.PostingsForMatchers(ctx, f.ir, tc.ms...)
 					if err != nil {
@@ -424,11 +473,14 @@ func BenchmarkPostings(b *testing.B) {
 					}
 					promCount = len(refs)
 				}
+				t.stop()
 				b.ReportMetric(float64(promCount), "series")
-				lastProm["postings"] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				report(b, "postings", true, &t)
 			})
 			b.Run("weft_index", func(b *testing.B) {
 				ctx := context.Background()
+				var t opTimer
+				t.start()
 				for i := 0; i < b.N; i++ {
 					bm, err := f.ix.Postings(ctx, KindMetric, 0, 2000, tc.ms...)
 					if err != nil {
@@ -436,8 +488,9 @@ func BenchmarkPostings(b *testing.B) {
 					}
 					weftCount = int(bm.GetCardinality())
 				}
+				t.stop()
 				b.ReportMetric(float64(weftCount), "series")
-				reportRatio(b, "postings", float64(b.Elapsed().Nanoseconds())/float64(b.N))
+				report(b, "postings", false, &t)
 			})
 			if promCount != weftCount {
 				b.Fatalf("Prometheus found %d series, weft %d", promCount, weftCount)

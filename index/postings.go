@@ -61,9 +61,9 @@ type matcherPlan struct {
 	m       *labels.Matcher
 	nameRef uint32
 	ne      *nameEntry
-	bm  *roaring64.Bitmap // resolved set (positive) or set to subtract (negative)
-	own bool              // bm was built here and may be modified
-	neg bool              // subtract bm instead of intersecting
+	bm      *roaring64.Bitmap // resolved set (positive) or set to subtract (negative)
+	own     bool              // bm was built here and may be modified
+	neg     bool              // subtract bm instead of intersecting
 	// deferred: positive matcher without a fast path, resolved after the
 	// cheap ones, by value scan or by checking candidates.
 	deferred bool

@@ -28,7 +28,7 @@ const (
 // the life of the Index.
 type symbols struct {
 	mu    sync.RWMutex
-	names map[string]uint32              // guarded by mu
+	names map[string]uint32            // guarded by mu
 	dicts atomic.Pointer[[]*valueDict] // by name ref; replaced (copy on append) under mu
 }
 

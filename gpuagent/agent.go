@@ -88,16 +88,26 @@ func (o *Options) fill() {
 // New builds an agent over the NVML source of this build.
 func New(opts Options) (*Agent, error) {
 	opts.fill()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	return newAgent(opts, newDefaultSource(discardLogger(opts.Logger)))
+}
+
+func (o *Options) validate() error {
+	if o.Naming != NamingDCGM && o.Naming != NamingOTel {
+		return fmt.Errorf("unknown naming %q (want dcgm or otel)", o.Naming)
+	}
+	if o.Output != "text" && o.Output != "json" {
+		return fmt.Errorf("unknown output %q (want text or json)", o.Output)
+	}
+	return nil
 }
 
 func newAgent(opts Options, src source) (*Agent, error) {
 	opts.fill()
-	if opts.Naming != NamingDCGM && opts.Naming != NamingOTel {
-		return nil, fmt.Errorf("unknown naming %q (want dcgm or otel)", opts.Naming)
-	}
-	if opts.Output != "text" && opts.Output != "json" {
-		return nil, fmt.Errorf("unknown output %q (want text or json)", opts.Output)
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	log := discardLogger(opts.Logger)
 	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout}

@@ -14,20 +14,20 @@ import (
 
 // Registration is what a training process announces on POST /v1/register.
 type Registration struct {
-	PID          uint32            `json:"pid"`
-	RunID        string            `json:"run_id,omitempty"`
-	Model        string            `json:"model,omitempty"`
-	ModelVersion string            `json:"model_version,omitempty"`
-	Dataset      string            `json:"dataset,omitempty"`
-	Team         string            `json:"team,omitempty"`
-	Rank         *int              `json:"rank,omitempty"`
-	LocalRank    *int              `json:"local_rank,omitempty"`
-	TTLSeconds   int               `json:"ttl_seconds,omitempty"`
+	PID          uint32 `json:"pid"`
+	RunID        string `json:"run_id,omitempty"`
+	Model        string `json:"model,omitempty"`
+	ModelVersion string `json:"model_version,omitempty"`
+	Dataset      string `json:"dataset,omitempty"`
+	Team         string `json:"team,omitempty"`
+	Rank         *int   `json:"rank,omitempty"`
+	LocalRank    *int   `json:"local_rank,omitempty"`
+	TTLSeconds   int    `json:"ttl_seconds,omitempty"`
 	// GPUUUIDs are the GPUs the process uses (NVIDIA_VISIBLE_DEVICES in a
 	// container). They let the agent match a PID announced from inside a
 	// container's PID namespace to the host PID that NVML reports.
-	GPUUUIDs []string `json:"gpu_uuids,omitempty"`
-	Labels       map[string]string `json:"labels,omitempty"` // further canonical keys
+	GPUUUIDs []string          `json:"gpu_uuids,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"` // further canonical keys
 }
 
 func (r *Registration) context() Context {

@@ -78,3 +78,19 @@ func TestWriteTextEscaping(t *testing.T) {
 		t.Errorf("otel name not mapped to the legacy charset: %v", fams)
 	}
 }
+
+// Under OTel naming several defs share a family; each family must have
+// exactly one HELP, TYPE and unit.
+func TestOTelFamiliesConsistent(t *testing.T) {
+	r := &Renderer{Naming: NamingOTel}
+	type meta struct{ help, typ, unit string }
+	fams := map[string]meta{}
+	for _, d := range AllMetrics {
+		s := r.series(d, nil, nil, 1)
+		m := meta{s.Help, s.Type.String(), s.Unit}
+		if prev, ok := fams[s.Name]; ok && prev != m {
+			t.Errorf("family %s: %+v vs %+v", s.Name, prev, m)
+		}
+		fams[s.Name] = m
+	}
+}

@@ -175,6 +175,28 @@ var (
 		Help: "1 when the GPU fell off the bus or stopped answering NVML (ERROR_GPU_IS_LOST), else 0."}
 )
 
+// otelFamilyHelp is the HELP of OTel families that several defs share (the
+// constant attributes tell the members apart), so one family has one HELP.
+var otelFamilyHelp = map[string]string{
+	"hw.gpu.utilization":          "Fraction of time the GPU engine named by hw.gpu.task was busy.",
+	"hw.gpu.temperature":          "GPU temperature per sensor (gpu, memory).",
+	"hw.gpu.clock.frequency":      "Current clock frequency per clock domain (sm, memory).",
+	"hw.gpu.pcie.throughput":      "PCIe throughput per direction as NVML samples it (20 ms window).",
+	"hw.errors":                   "Number of errors encountered by the component (hw.type gpu: ECC, by error.type and ecc.scope; hw.type nvlink: by error.type).",
+	"hw.gpu.memory.remapped_rows": "Number of remapped memory rows per error type.",
+	"hw.gpu.memory.retired_pages": "Number of retired memory pages per cause.",
+}
+
+// HelpFor returns the HELP text of d under naming n.
+func (d *MetricDef) HelpFor(n Naming) string {
+	if n == NamingOTel {
+		if h, ok := otelFamilyHelp[d.OTel]; ok {
+			return h
+		}
+	}
+	return d.Help
+}
+
 func eccLabels(errType, scope string) []Label {
 	return []Label{{"hw.type", "gpu"}, {"error.type", errType}, {"ecc.scope", scope}}
 }

@@ -1,0 +1,218 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/storage"
+)
+
+// App is a running weft server. New opens the storage and builds the
+// handlers, Start opens the listener, Stop drains HTTP, flushes the head and
+// closes the storage. Methods are safe for concurrent use; Stop is
+// idempotent.
+type App struct {
+	opts   Options
+	logger *slog.Logger
+	db     *storage.DB
+	api    *api.Server
+	srv    *http.Server
+
+	mu       sync.Mutex
+	ln       net.Listener
+	serveErr chan error // receives the listener's terminal error, once
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New opens the storage in opts.DataDir and builds the HTTP handlers. On
+// error everything opened so far is closed again.
+func New(ctx context.Context, opts Options) (_ *App, err error) {
+	def := DefaultOptions()
+	if opts.DataDir == "" {
+		opts.DataDir = def.DataDir
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = def.HTTPAddr
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = def.ShutdownTimeout
+	}
+	if opts.CORSOrigin == "" {
+		opts.CORSOrigin = def.CORSOrigin
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	sopts := opts.Storage
+	sopts.Logger = logger.With("component", "storage")
+	db, err := storage.Open(ctx, opts.DataDir, sopts)
+	if err != nil {
+		return nil, fmt.Errorf("open storage %s: %w", opts.DataDir, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, db.Close())
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newStorageCollector(db),
+	)
+
+	qopts := opts.Query
+	qopts.Logger = logger.With("component", "query engine")
+	qopts.Registerer = reg
+	engine := query.NewEngine(qopts)
+
+	rwopts := opts.RemoteWrite
+	rwopts.Logger = logger.With("component", "remote write")
+	rwopts.Registerer = reg
+
+	aopts := api.DefaultOptions()
+	aopts.Logger = logger.With("component", "api")
+	aopts.Registerer = reg
+	aopts.Gatherer = reg
+	aopts.Storage = db
+	aopts.Engine = engine
+	aopts.Metadata = db
+	aopts.Admin = db
+	aopts.Cardinality = &cardinality{db: db}
+	aopts.RemoteWrite = api.NewRemoteWriteHandler(db, rwopts)
+	aopts.EnableAdmin = opts.EnableAdminAPI
+	aopts.CORSOrigin = opts.CORSOrigin
+	aopts.BuildInfo = opts.BuildInfo
+	aopts.Flags = opts.Flags
+	aopts.DataDir = opts.DataDir
+	aopts.Retention = opts.Storage.Retention
+	aopts.LookbackDelta = opts.Query.LookbackDelta
+	aopts.QueryTimeout = opts.Query.Timeout
+	srvAPI, err := api.New(aopts)
+	if err != nil {
+		return nil, fmt.Errorf("build http api: %w", err)
+	}
+
+	return &App{
+		opts:   opts,
+		logger: logger,
+		db:     db,
+		api:    srvAPI,
+		srv: &http.Server{
+			Handler:           srvAPI,
+			ReadHeaderTimeout: DefaultReadHeaderTimeout,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		},
+		serveErr: make(chan error, 1),
+	}, nil
+}
+
+// Start opens the HTTP listener and serves in a goroutine owned by the App
+// (Stop waits for it). The server is ready once Start returns.
+func (a *App) Start(context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ln != nil {
+		return errors.New("app already started")
+	}
+	ln, err := net.Listen("tcp", a.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.opts.HTTPAddr, err)
+	}
+	a.ln = ln
+	go func() {
+		err := a.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		a.serveErr <- err
+	}()
+	a.api.SetReady(true)
+	a.logger.Info("weft started", "http_addr", ln.Addr().String(), "data_dir", a.opts.DataDir,
+		"otlp_grpc_addr", a.opts.OTLPGRPCAddr+" (not served yet)", "otlp_http_addr", a.opts.OTLPHTTPAddr+" (not served yet)")
+	return nil
+}
+
+// Addr returns the HTTP listener's address, or nil before Start.
+func (a *App) Addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ln == nil {
+		return nil
+	}
+	return a.ln.Addr()
+}
+
+// ServeErr returns a channel that receives the listener's error if serving
+// fails (nil after a clean Stop). It receives at most one value.
+func (a *App) ServeErr() <-chan error { return a.serveErr }
+
+// Stop shuts down in order: mark not ready, drain HTTP requests (new ones are
+// refused), flush the head into Pebble, close the storage. It is bounded by
+// ctx and idempotent: later calls return the first call's result.
+func (a *App) Stop(ctx context.Context) error {
+	a.stopOnce.Do(func() {
+		a.api.SetReady(false)
+		var errs []error
+		a.mu.Lock()
+		started := a.ln != nil
+		a.mu.Unlock()
+		if started {
+			if err := a.srv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("drain http: %w", err))
+				_ = a.srv.Close()
+			}
+			if err := <-a.serveErr; err != nil {
+				errs = append(errs, fmt.Errorf("serve http: %w", err))
+			}
+		}
+		if err := a.db.Flush(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush head: %w", err))
+		}
+		if err := a.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close storage: %w", err))
+		}
+		a.stopErr = errors.Join(errs...)
+		a.logger.Info("weft stopped", "err", a.stopErr)
+	})
+	return a.stopErr
+}
+
+// Run starts a server with opts, serves until ctx is done or the listener
+// fails, then stops it within opts.ShutdownTimeout.
+func Run(ctx context.Context, opts Options) error {
+	a, err := New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		return errors.Join(err, a.Stop(context.Background()))
+	}
+	select {
+	case <-ctx.Done():
+		a.logger.Info("shutting down", "cause", context.Cause(ctx))
+	case err := <-a.serveErr:
+		// Put it back: Stop waits for the serve goroutine's result and
+		// reports it.
+		a.serveErr <- err
+		a.logger.Error("http listener failed", "err", err)
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownTimeout)
+	defer cancel()
+	return a.Stop(stopCtx)
+}

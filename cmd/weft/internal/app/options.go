@@ -1,0 +1,73 @@
+// Package app wires the weft server: storage, PromQL engine, HTTP API and
+// weft's own metrics, with a New → Start → Stop lifecycle.
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/storage"
+)
+
+// Defaults of the server's listeners and shutdown.
+const (
+	DefaultDataDir      = "./weft-data"
+	DefaultHTTPAddr     = ":9338"
+	DefaultOTLPGRPCAddr = ":4317"
+	DefaultOTLPHTTPAddr = ":4318"
+	// DefaultShutdownTimeout bounds a graceful shutdown: draining HTTP
+	// requests, then flushing the head.
+	DefaultShutdownTimeout = time.Minute
+	// DefaultReadHeaderTimeout protects the listener against slow clients.
+	DefaultReadHeaderTimeout = 30 * time.Second
+)
+
+// Options configure the server. Build them with DefaultOptions and override
+// fields; zero values of optional fields take the defaults.
+type Options struct {
+	// DataDir holds the WAL and the Pebble database.
+	DataDir string
+	// HTTPAddr is the main listener: Prometheus API, remote write, /metrics.
+	HTTPAddr string
+	// OTLPGRPCAddr and OTLPHTTPAddr are accepted for the OTLP receiver of a
+	// later release; weft does not listen on them yet.
+	OTLPGRPCAddr, OTLPHTTPAddr string
+
+	// Storage configures the store (retention, out-of-order window, ...).
+	Storage storage.Options
+	// Query configures the PromQL engine (timeout, max samples, lookback).
+	Query query.EngineOptions
+	// RemoteWrite configures the remote-write receiver's limits.
+	RemoteWrite api.RemoteWriteOptions
+	// EnableAdminAPI serves delete_series and clean_tombstones.
+	EnableAdminAPI bool
+	// CORSOrigin is the regular expression of allowed CORS origins.
+	CORSOrigin string
+	// ShutdownTimeout bounds Stop when Run stops the server.
+	ShutdownTimeout time.Duration
+
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// BuildInfo is reported by /api/v1/status/buildinfo.
+	BuildInfo api.BuildInfo
+	// Flags is reported by /api/v1/status/flags.
+	Flags map[string]string
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		DataDir:         DefaultDataDir,
+		HTTPAddr:        DefaultHTTPAddr,
+		OTLPGRPCAddr:    DefaultOTLPGRPCAddr,
+		OTLPHTTPAddr:    DefaultOTLPHTTPAddr,
+		Storage:         storage.DefaultOptions(),
+		Query:           query.DefaultEngineOptions(),
+		RemoteWrite:     api.DefaultRemoteWriteOptions(),
+		CORSOrigin:      ".*",
+		ShutdownTimeout: DefaultShutdownTimeout,
+		BuildInfo:       api.DefaultOptions().BuildInfo,
+	}
+}

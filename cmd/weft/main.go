@@ -1,0 +1,158 @@
+// Command weft is the weft server: one binary that stores metrics (and, in
+// later releases, logs and traces) of GPU clusters and serves them over the
+// Prometheus HTTP API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/cmd/weft/internal/app"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run parses args, starts the server and serves until SIGINT or SIGTERM.
+func run(args []string, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "weft:", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := app.Run(ctx, opts); err != nil {
+		opts.Logger.Error("weft failed", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// parseFlags turns the command line (and the -config file it names) into
+// app.Options. Precedence: defaults < config file < flags given.
+func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
+	opts := app.DefaultOptions()
+	fs := flag.NewFlagSet("weft", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: weft [flags]\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var (
+		dataDir    = fs.String("data-dir", opts.DataDir, "directory for the write-ahead log and the database")
+		httpAddr   = fs.String("http-addr", opts.HTTPAddr, "main HTTP listener: Prometheus API, remote write (/api/v1/write), /metrics, /-/healthy, /-/ready")
+		otlpGRPC   = fs.String("otlp-grpc-addr", opts.OTLPGRPCAddr, "OTLP gRPC listener (accepted; not served yet: the OTLP receiver comes in a later release)")
+		otlpHTTP   = fs.String("otlp-http-addr", opts.OTLPHTTPAddr, "OTLP HTTP listener (accepted; not served yet: the OTLP receiver comes in a later release)")
+		retention  = durationFlag(opts.Storage.Retention)
+		oooWindow  = durationFlag(opts.Storage.OutOfOrderWindow)
+		configFile = fs.String("config", "", "YAML file with settings flags do not cover (limits, query timeout, max samples); see docs/configuration.md")
+		adminAPI   = fs.Bool("enable-admin-api", opts.EnableAdminAPI, "serve /api/v1/admin/tsdb/delete_series and clean_tombstones")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		showVer    = fs.Bool("version", false, "print the version and exit")
+	)
+	fs.Var(&retention, "retention", "how long samples are kept, e.g. 30d, 12h (Prometheus duration syntax)")
+	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *showVer {
+		fmt.Fprintf(stderr, "weft %s (%s)\n", version, runtime.Version())
+		return opts, flag.ErrHelp
+	}
+
+	if *configFile != "" {
+		c, err := loadConfigFile(*configFile)
+		if err != nil {
+			return opts, err
+		}
+		c.apply(&opts)
+	}
+
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	opts.DataDir = *dataDir
+	opts.HTTPAddr = *httpAddr
+	opts.OTLPGRPCAddr = *otlpGRPC
+	opts.OTLPHTTPAddr = *otlpHTTP
+	if set["retention"] {
+		opts.Storage.Retention = time.Duration(retention)
+	}
+	if set["out-of-order-window"] {
+		opts.Storage.OutOfOrderWindow = time.Duration(oooWindow)
+	}
+	if set["enable-admin-api"] {
+		opts.EnableAdminAPI = *adminAPI
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return opts, fmt.Errorf("invalid -log-level %q: %w", *logLevel, err)
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	opts.Flags = map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) { opts.Flags[f.Name] = f.Value.String() })
+	opts.BuildInfo = buildInfo()
+	return opts, nil
+}
+
+// durationFlag is a flag.Value in Prometheus' duration syntax ("30d").
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return model.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := model.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+// buildInfo reports the version and the VCS state the binary was built from.
+func buildInfo() api.BuildInfo {
+	bi := api.BuildInfo{Version: version, Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown", GoVersion: runtime.Version()}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				bi.Revision = s.Value
+			case "vcs.time":
+				bi.BuildDate = s.Value
+			}
+		}
+	}
+	return bi
+}

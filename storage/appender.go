@@ -225,9 +225,9 @@ func (a *appender) AppendExemplar(ref promstorage.SeriesRef, ls labels.Labels, e
 		s = a.db.series.get(uint64(ref))
 	}
 	if s == nil {
-		id, _, err := a.db.idx.GetOrCreate(ls.WithoutEmpty(), e.Ts)
-		if err != nil {
-			return 0, err
+		id, ok := a.db.lookupSeries(a.ctx, ls.WithoutEmpty())
+		if !ok {
+			return 0, promstorage.ErrNotFound
 		}
 		if s = a.db.series.get(id); s == nil {
 			return 0, promstorage.ErrNotFound
@@ -238,6 +238,34 @@ func (a *appender) AppendExemplar(ref promstorage.SeriesRef, ls labels.Labels, e
 	}
 	a.exemplars = append(a.exemplars, pendingExemplar{s: s, e: e})
 	return promstorage.SeriesRef(s.id), nil
+}
+
+// lookupSeries finds the ID of an existing series without creating it
+// (the index has no read-only lookup, so this goes through postings; only
+// exemplars appended without a ref take this path).
+func (db *DB) lookupSeries(ctx context.Context, ls labels.Labels) (uint64, bool) {
+	if ls.IsEmpty() {
+		return 0, false
+	}
+	ms := make([]*labels.Matcher, 0, ls.Len())
+	ls.Range(func(l labels.Label) {
+		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l.Name, l.Value))
+	})
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ids, err := db.idx.Postings(ctx, minInt64, maxInt64, ms...)
+	if err != nil {
+		return 0, false
+	}
+	it := ids.Iterator()
+	for it.HasNext() {
+		id := it.Next()
+		if got, ok := db.idx.Labels(id, nil); ok && labels.Equal(got, ls) {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 func validateExemplar(e exemplar.Exemplar) error {

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/model/value"
 	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/index"
 )
 
 func TestAppendSemantics(t *testing.T) {
@@ -221,5 +223,19 @@ func TestExemplarRingBounded(t *testing.T) {
 	}
 	if len(ts) != 3 || ts[0] != 3 || ts[2] != 5 {
 		t.Fatalf("exemplar timestamps = %v, want [3 4 5]", ts)
+	}
+}
+
+func TestExemplarForUnknownSeries(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	app := db.AppenderV2(context.Background()).(promstorage.ExemplarAppenderV2)
+	ls := labels.FromStrings("__name__", "nope")
+	_, err := app.AppendExemplars(0, ls, []exemplar.Exemplar{{Labels: labels.FromStrings("id", "1"), Value: 1, Ts: 1, HasTs: true}})
+	if !errors.Is(err, promstorage.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	_ = app.Rollback()
+	if n := db.Index().NumStreams(index.KindMetric); n != 0 {
+		t.Fatalf("exemplar created %d series", n)
 	}
 }

@@ -238,6 +238,10 @@ func (db *DB) flushOOO(s *memSeries) error {
 			}
 		}
 		db.parts.add(p)
+		// The partition holds short chunks again: let compaction revisit it.
+		if err := b.Delete(compactedKey(p), nil); err != nil {
+			return fmt.Errorf("batch clear compacted mark: %w", err)
+		}
 		i = j
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {

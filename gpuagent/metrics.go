@@ -31,7 +31,16 @@ type MetricDef struct {
 	OTelUnit  string     // UCUM unit of the OTel value
 	OTelScale float64    // OTel value = DCGM value * OTelScale (0 means 1)
 	OTelExtra []Label    // constant labels added under OTel naming
+	OTelGauge bool       // a gauge under OTel naming although DCGM types it counter
 	Help      string
+}
+
+// TypeFor returns the type of d under naming n.
+func (d *MetricDef) TypeFor(n Naming) MetricType {
+	if n == NamingOTel && d.OTelGauge {
+		return Gauge
+	}
+	return d.Type
 }
 
 // Name returns the family name under n.
@@ -107,9 +116,9 @@ var (
 	MetricClockEventSeconds = &MetricDef{DCGM: "weft_gpu_clock_event_seconds_total", OTel: "hw.gpu.clock_event.duration", Type: Counter, Unit: "s", OTelUnit: "s",
 		Help: "Cumulative time clocks were held down, per reason (in s)."}
 
-	MetricPCIeTx = &MetricDef{DCGM: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", OTel: "hw.gpu.pcie.throughput", Type: Counter, Unit: "KB", OTelUnit: "By/s", OTelScale: 1024, OTelExtra: []Label{{"network.io.direction", "transmit"}},
+	MetricPCIeTx = &MetricDef{DCGM: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", OTel: "hw.gpu.pcie.throughput", Type: Counter, Unit: "KB", OTelUnit: "By/s", OTelScale: 1024, OTelExtra: []Label{{"network.io.direction", "transmit"}}, OTelGauge: true,
 		Help: "PCIe TX throughput as NVML reports it (KB/s over a 20 ms window; dcgm-exporter types it counter)."}
-	MetricPCIeRx = &MetricDef{DCGM: "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", OTel: "hw.gpu.pcie.throughput", Type: Counter, Unit: "KB", OTelUnit: "By/s", OTelScale: 1024, OTelExtra: []Label{{"network.io.direction", "receive"}},
+	MetricPCIeRx = &MetricDef{DCGM: "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", OTel: "hw.gpu.pcie.throughput", Type: Counter, Unit: "KB", OTelUnit: "By/s", OTelScale: 1024, OTelExtra: []Label{{"network.io.direction", "receive"}}, OTelGauge: true,
 		Help: "PCIe RX throughput as NVML reports it (KB/s over a 20 ms window; dcgm-exporter types it counter)."}
 	MetricPCIeReplay = &MetricDef{DCGM: "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", OTel: "hw.gpu.pcie.replays", Type: Counter, Unit: "1", OTelUnit: "{replay}",
 		Help: "Total number of PCIe retries."}

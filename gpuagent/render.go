@@ -197,5 +197,5 @@ func (r *Renderer) series(d *MetricDef, base, extra []Label, v float64) Series {
 	if r.Naming == NamingOTel {
 		unit = d.OTelUnit
 	}
-	return Series{Name: d.Name(r.Naming), Type: d.Type, Help: d.HelpFor(r.Naming), Unit: unit, Labels: labels, Value: d.Value(r.Naming, v)}
+	return Series{Name: d.Name(r.Naming), Type: d.TypeFor(r.Naming), Help: d.HelpFor(r.Naming), Unit: unit, Labels: labels, Value: d.Value(r.Naming, v)}
 }

@@ -25,8 +25,12 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-run: build
-	./$(BIN)/weft -data-dir ./weft-data
+## run: build and start the weft server: data in ./weft-data, HTTP on :9338
+## (Prometheus API, remote write at /api/v1/write, /metrics). Ctrl-C stops it
+## gracefully (the head is flushed).
+run:
+	$(GO) build -o $(BIN)/weft ./cmd/weft
+	./$(BIN)/weft -data-dir ./weft-data -http-addr :9338
 
 ## test: format and vet checks, then every test with -race.
 test: check peers

@@ -79,31 +79,38 @@ func (s *memSeries) extOrNew() *seriesExt {
 	return s.ext
 }
 
-// seriesShards spreads the ID → series map over independently locked maps
-// so that concurrent appenders rarely contend.
-const seriesShards = 256
+// seriesPageBits sizes the pages of the ID → series table: 4096 slots
+// (32 KiB) per page. Stream IDs are dense (allocated monotonically), so a
+// paged array costs 8 bytes per ID and a lookup is two loads, no lock and no
+// hashing, where a map costs ~40 bytes per entry and a hash per append.
+const (
+	seriesPageBits = 12
+	seriesPageSize = 1 << seriesPageBits
+)
 
+type seriesPage [seriesPageSize]atomic.Pointer[memSeries]
+
+// seriesMap is the ID → head series table. Lookups are lock-free; inserts
+// and directory growth take mu. Safe for concurrent use.
 type seriesMap struct {
-	shards [seriesShards]struct {
-		mu sync.RWMutex
-		m  map[uint64]*memSeries
-	}
+	mu    sync.Mutex
+	dir   atomic.Pointer[[]*seriesPage] // copy-on-write directory
+	count atomic.Int64
 }
 
 func newSeriesMap() *seriesMap {
 	sm := &seriesMap{}
-	for i := range sm.shards {
-		sm.shards[i].m = map[uint64]*memSeries{}
-	}
+	sm.dir.Store(new([]*seriesPage))
 	return sm
 }
 
 func (sm *seriesMap) get(id uint64) *memSeries {
-	sh := &sm.shards[id%seriesShards]
-	sh.mu.RLock()
-	s := sh.m[id]
-	sh.mu.RUnlock()
-	return s
+	dir := *sm.dir.Load()
+	p := id >> seriesPageBits
+	if p >= uint64(len(dir)) || dir[p] == nil {
+		return nil
+	}
+	return dir[p][id&(seriesPageSize-1)].Load()
 }
 
 // getOrCreate returns the series for id, creating it if absent.
@@ -111,48 +118,51 @@ func (sm *seriesMap) getOrCreate(id uint64) *memSeries {
 	if s := sm.get(id); s != nil {
 		return s
 	}
-	sh := &sm.shards[id%seriesShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if s := sh.m[id]; s != nil {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	dir := *sm.dir.Load()
+	p := id >> seriesPageBits
+	if p >= uint64(len(dir)) || dir[p] == nil {
+		nd := make([]*seriesPage, max(uint64(len(dir)), p+1))
+		copy(nd, dir)
+		nd[p] = new(seriesPage)
+		sm.dir.Store(&nd)
+		dir = nd
+	}
+	slot := &dir[p][id&(seriesPageSize-1)]
+	if s := slot.Load(); s != nil {
 		return s
 	}
 	s := newMemSeries(id)
-	sh.m[id] = s
+	slot.Store(s)
+	sm.count.Add(1)
 	return s
 }
 
 func (sm *seriesMap) remove(id uint64) {
-	sh := &sm.shards[id%seriesShards]
-	sh.mu.Lock()
-	delete(sh.m, id)
-	sh.mu.Unlock()
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	dir := *sm.dir.Load()
+	p := id >> seriesPageBits
+	if p < uint64(len(dir)) && dir[p] != nil {
+		if dir[p][id&(seriesPageSize-1)].Swap(nil) != nil {
+			sm.count.Add(-1)
+		}
+	}
 }
 
-// forEach calls fn for every series; fn must not call back into sm.
+// forEach calls fn for every series.
 func (sm *seriesMap) forEach(fn func(*memSeries)) {
-	var buf []*memSeries
-	for i := range sm.shards {
-		sh := &sm.shards[i]
-		sh.mu.RLock()
-		buf = buf[:0]
-		for _, s := range sh.m {
-			buf = append(buf, s)
+	for _, pg := range *sm.dir.Load() {
+		if pg == nil {
+			continue
 		}
-		sh.mu.RUnlock()
-		for _, s := range buf {
-			fn(s)
+		for i := range pg {
+			if s := pg[i].Load(); s != nil {
+				fn(s)
+			}
 		}
 	}
 }
 
-func (sm *seriesMap) len() int {
-	n := 0
-	for i := range sm.shards {
-		sh := &sm.shards[i]
-		sh.mu.RLock()
-		n += len(sh.m)
-		sh.mu.RUnlock()
-	}
-	return n
-}
+func (sm *seriesMap) len() int { return int(sm.count.Load()) }

@@ -158,6 +158,7 @@ func BenchmarkCreateSeries(b *testing.B) {
 			lss := make([]labels.Labels, benchBatchSeries)
 			b.ReportAllocs()
 			b.ResetTimer()
+			var cpuUsed time.Duration
 			for n := 0; n < b.N; n++ {
 				b.StopTimer()
 				for i := range lss {
@@ -165,6 +166,7 @@ func BenchmarkCreateSeries(b *testing.B) {
 					next++
 				}
 				b.StartTimer()
+				cpu := startCPU()
 				app := db.Appender(context.Background())
 				for i := range lss {
 					if _, err := app.Append(0, lss[i], 1000, 1); err != nil {
@@ -174,8 +176,11 @@ func BenchmarkCreateSeries(b *testing.B) {
 				if err := app.Commit(); err != nil {
 					b.Fatal(err)
 				}
+				used, _ := cpu()
+				cpuUsed += used
 			}
 			b.ReportMetric(float64(b.N*benchBatchSeries)/b.Elapsed().Seconds(), "series/s")
+			b.ReportMetric(float64(b.N*benchBatchSeries)/cpuUsed.Seconds(), "series/cpu-s")
 		})
 	}
 }

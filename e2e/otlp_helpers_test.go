@@ -36,8 +36,8 @@ import (
 	"github.com/weftdb/weft/storage"
 )
 
-// peerBin returns the path of a pinned peer binary (make peers).
-func peerBin(tb testing.TB, name string) string {
+// otlpPeerBin returns the path of a pinned peer binary (make peers).
+func otlpPeerBin(tb testing.TB, name string) string {
 	tb.Helper()
 	dir := os.Getenv("WEFT_PEER_BIN")
 	if dir == "" {
@@ -53,7 +53,7 @@ func peerBin(tb testing.TB, name string) string {
 	return p
 }
 
-func freePort(tb testing.TB) string {
+func otlpFreePort(tb testing.TB) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,20 +109,20 @@ func startWeftOTLP(tb testing.TB, opts api.OTLPOptions) *weftOTLP {
 	return &weftOTLP{db: db, httpURL: hs.URL, grpcAddr: lis.Addr().String()}
 }
 
-// prometheusPeer is the pinned Prometheus with its OTLP receiver enabled.
-type prometheusPeer struct {
+// otlpPrometheusPeer is the pinned Prometheus with its OTLP receiver enabled.
+type otlpPrometheusPeer struct {
 	url string
 }
 
-func startPrometheus(tb testing.TB) *prometheusPeer {
+func startOTLPPrometheus(tb testing.TB) *otlpPrometheusPeer {
 	tb.Helper()
-	bin := peerBin(tb, "prometheus")
+	bin := otlpPeerBin(tb, "prometheus")
 	dir := tb.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte("global: {}\notlp:\n  translation_strategy: UnderscoreEscapingWithSuffixes\n"), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	addr := freePort(tb)
+	addr := otlpFreePort(tb)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin,
 		"--config.file="+cfg,
@@ -142,7 +142,7 @@ func startPrometheus(tb testing.TB) *prometheusPeer {
 			tb.Logf("prometheus log:\n%s", logs.String())
 		}
 	})
-	p := &prometheusPeer{url: "http://" + addr}
+	p := &otlpPrometheusPeer{url: "http://" + addr}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		res, err := http.Get(p.url + "/-/ready")
@@ -175,19 +175,19 @@ func postOTLPProto(tb testing.TB, endpoint string, md pmetric.Metrics) (int, []b
 	return res.StatusCode, body
 }
 
-// sample is one stored sample in a comparable form: labels, timestamp and
+// otlpSample is one stored sample in a comparable form: labels, timestamp and
 // the value as Prometheus' JSON API writes it (float string or histogram
 // object).
-type sample struct {
+type otlpSample struct {
 	Labels string
 	T      int64
 	V      string
 }
 
-func (s sample) String() string { return fmt.Sprintf("%s @%d %s", s.Labels, s.T, s.V) }
+func (s otlpSample) String() string { return fmt.Sprintf("%s @%d %s", s.Labels, s.T, s.V) }
 
-func sortSamples(ss []sample) {
-	slices.SortFunc(ss, func(a, b sample) int {
+func sortOTLPSamples(ss []otlpSample) {
+	slices.SortFunc(ss, func(a, b otlpSample) int {
 		if c := strings.Compare(a.Labels, b.Labels); c != 0 {
 			return c
 		}
@@ -195,9 +195,9 @@ func sortSamples(ss []sample) {
 	})
 }
 
-// queryPrometheus runs the instant query q (a range selector) at t and
+// queryOTLPPeer runs the instant query q (a range selector) at t and
 // returns its raw samples.
-func queryPrometheus(tb testing.TB, p *prometheusPeer, q string, t time.Time) []sample {
+func queryOTLPPeer(tb testing.TB, p *otlpPrometheusPeer, q string, t time.Time) []otlpSample {
 	tb.Helper()
 	u := p.url + "/api/v1/query?" + url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)}}.Encode()
 	res, err := http.Get(u)
@@ -223,7 +223,7 @@ func queryPrometheus(tb testing.TB, p *prometheusPeer, q string, t time.Time) []
 	if out.Status != "success" || out.Data.ResultType != "matrix" {
 		tb.Fatalf("prometheus query %q: %s %s %s", q, out.Status, out.Data.ResultType, out.Error)
 	}
-	var ss []sample
+	var ss []otlpSample
 	for _, r := range out.Data.Result {
 		ls := labels.FromMap(r.Metric).String()
 		add := func(pairs [][2]json.RawMessage, isHist bool) {
@@ -244,20 +244,20 @@ func queryPrometheus(tb testing.TB, p *prometheusPeer, q string, t time.Time) []
 					}
 					v = buf.String()
 				}
-				ss = append(ss, sample{Labels: ls, T: int64(math.Round(ts * 1000)), V: v})
+				ss = append(ss, otlpSample{Labels: ls, T: int64(math.Round(ts * 1000)), V: v})
 			}
 		}
 		add(r.Values, false)
 		add(r.Histograms, true)
 	}
-	sortSamples(ss)
+	sortOTLPSamples(ss)
 	return ss
 }
 
-// weftSamples returns the samples of weft's storage in [mint, maxt] matching
+// weftOTLPSamples returns the samples of weft's storage in [mint, maxt] matching
 // ms, formatted as Prometheus' JSON API would write them. Staleness markers
 // are left out, as PromQL leaves them out.
-func weftSamples(tb testing.TB, q promstorage.Queryable, mint, maxt int64, ms ...*labels.Matcher) []sample {
+func weftOTLPSamples(tb testing.TB, q promstorage.Queryable, mint, maxt int64, ms ...*labels.Matcher) []otlpSample {
 	tb.Helper()
 	qr, err := q.Querier(mint, maxt)
 	if err != nil {
@@ -266,7 +266,7 @@ func weftSamples(tb testing.TB, q promstorage.Queryable, mint, maxt int64, ms ..
 	defer qr.Close()
 	set := qr.Select(context.Background(), false, nil, ms...)
 	var (
-		out []sample
+		out []otlpSample
 		it  chunkenc.Iterator
 	)
 	for set.Next() {
@@ -285,7 +285,7 @@ func weftSamples(tb testing.TB, q promstorage.Queryable, mint, maxt int64, ms ..
 				if value.IsStaleNaN(v) {
 					continue
 				}
-				out = append(out, sample{Labels: ls, T: t, V: strconv.FormatFloat(v, 'f', -1, 64)})
+				out = append(out, otlpSample{Labels: ls, T: t, V: strconv.FormatFloat(v, 'f', -1, 64)})
 				continue
 			case chunkenc.ValHistogram:
 				var h *histogram.Histogram
@@ -305,7 +305,7 @@ func weftSamples(tb testing.TB, q promstorage.Queryable, mint, maxt int64, ms ..
 			}
 			stream := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
 			jsonutil.MarshalHistogram(fh, stream)
-			out = append(out, sample{Labels: ls, T: t, V: string(stream.Buffer())})
+			out = append(out, otlpSample{Labels: ls, T: t, V: string(stream.Buffer())})
 			jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(stream)
 		}
 		if err := it.Err(); err != nil {
@@ -315,12 +315,12 @@ func weftSamples(tb testing.TB, q promstorage.Queryable, mint, maxt int64, ms ..
 	if err := set.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	sortSamples(out)
+	sortOTLPSamples(out)
 	return out
 }
 
-// diffSamples describes how got differs from want, or returns "".
-func diffSamples(got, want []sample) string {
+// diffOTLPSamples describes how got differs from want, or returns "".
+func diffOTLPSamples(got, want []otlpSample) string {
 	var b strings.Builder
 	g := map[string]bool{}
 	for _, s := range got {
@@ -343,14 +343,14 @@ func diffSamples(got, want []sample) string {
 	return b.String()
 }
 
-// parseLabels parses labels.Labels.String output back.
-func parseLabels(s string) (labels.Labels, error) {
+// parseOTLPLabels parses labels.Labels.String output back.
+func parseOTLPLabels(s string) (labels.Labels, error) {
 	return parser.NewParser(parser.Options{}).ParseMetric(s)
 }
 
-// queryPrometheusExemplars returns Prometheus' exemplars for q in [start,
+// queryOTLPPeerExemplars returns Prometheus' exemplars for q in [start,
 // end] as sorted "series exemplar-labels value timestamp" lines.
-func queryPrometheusExemplars(tb testing.TB, p *prometheusPeer, q string, start, end time.Time) []string {
+func queryOTLPPeerExemplars(tb testing.TB, p *otlpPrometheusPeer, q string, start, end time.Time) []string {
 	tb.Helper()
 	u := p.url + "/api/v1/query_exemplars?" + url.Values{
 		"query": {q},
@@ -389,8 +389,8 @@ func queryPrometheusExemplars(tb testing.TB, p *prometheusPeer, q string, start,
 	return lines
 }
 
-// weftExemplars returns weft's exemplars in the same form.
-func weftExemplars(tb testing.TB, db *storage.DB, mint, maxt int64, ms ...*labels.Matcher) []string {
+// weftOTLPExemplars returns weft's exemplars in the same form.
+func weftOTLPExemplars(tb testing.TB, db *storage.DB, mint, maxt int64, ms ...*labels.Matcher) []string {
 	tb.Helper()
 	eq, err := db.ExemplarQuerier(context.Background())
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // checks the exact series and sample counts stored (and the last values
 // where telemetrygen's are deterministic).
 func TestOTLPTelemetrygen(t *testing.T) {
-	bin := peerBin(t, "telemetrygen")
+	bin := otlpPeerBin(t, "telemetrygen")
 	w := startWeftOTLP(t, api.DefaultOTLPOptions())
 	rec := newPointRecorder()
 	grpcAddr := recordingGRPC(t, rec, w.grpcAddr)
@@ -62,9 +62,9 @@ func TestOTLPTelemetrygen(t *testing.T) {
 					}
 
 					job := labels.MustNewMatcher(labels.MatchEqual, "job", svc)
-					samples := weftSamples(t, w.db, math.MinInt64, math.MaxInt64, job)
+					samples := weftOTLPSamples(t, w.db, math.MinInt64, math.MaxInt64, job)
 					perSeries := map[string]int{}
-					last := map[string]sample{}
+					last := map[string]otlpSample{}
 					for _, s := range samples {
 						perSeries[s.Labels]++
 						last[s.Labels] = s

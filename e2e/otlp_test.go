@@ -55,9 +55,9 @@ func shiftTimestamps(md pmetric.Metrics, d int64) {
 				m := ms.At(k)
 				switch m.Type() {
 				case pmetric.MetricTypeGauge:
-					numbers(m.Gauge().DataPoints(), sh, exs)
+					shiftNumbers(m.Gauge().DataPoints(), sh, exs)
 				case pmetric.MetricTypeSum:
-					numbers(m.Sum().DataPoints(), sh, exs)
+					shiftNumbers(m.Sum().DataPoints(), sh, exs)
 				case pmetric.MetricTypeHistogram:
 					for x := range m.Histogram().DataPoints().Len() {
 						p := m.Histogram().DataPoints().At(x)
@@ -84,7 +84,7 @@ func shiftTimestamps(md pmetric.Metrics, d int64) {
 	}
 }
 
-func numbers(ps pmetric.NumberDataPointSlice, sh func(pcommon.Timestamp) pcommon.Timestamp, exs func(pmetric.ExemplarSlice)) {
+func shiftNumbers(ps pmetric.NumberDataPointSlice, sh func(pcommon.Timestamp) pcommon.Timestamp, exs func(pmetric.ExemplarSlice)) {
 	for x := range ps.Len() {
 		p := ps.At(x)
 		p.SetTimestamp(sh(p.Timestamp()))
@@ -171,7 +171,7 @@ func deltaPayloads(end time.Time) []pmetric.Metrics {
 // for the comparison; a second weft with the default mapping must store
 // Prometheus' samples plus exactly the context labels.
 func TestOTLPMatchesPrometheus(t *testing.T) {
-	prom := startPrometheus(t)
+	prom := startOTLPPrometheus(t)
 	plainOpts := api.DefaultOTLPOptions()
 	plainOpts.Ingest.Workload = workload.Options{}
 	plain := startWeftOTLP(t, plainOpts)
@@ -197,7 +197,7 @@ func TestOTLPMatchesPrometheus(t *testing.T) {
 		}
 	}
 
-	want := queryPrometheus(t, prom, `{__name__=~".+"}[1h]`, now)
+	want := queryOTLPPeer(t, prom, `{__name__=~".+"}[1h]`, now)
 	if len(want) < 30 {
 		t.Fatalf("prometheus stored only %d samples: %v", len(want), want)
 	}
@@ -206,18 +206,18 @@ func TestOTLPMatchesPrometheus(t *testing.T) {
 	mint, maxt := now.Add(-time.Hour).UnixMilli()+1, now.UnixMilli()
 
 	t.Run("same samples as prometheus", func(t *testing.T) {
-		got := weftSamples(t, plain.db, mint, maxt, all)
-		if d := diffSamples(got, want); d != "" {
+		got := weftOTLPSamples(t, plain.db, mint, maxt, all)
+		if d := diffOTLPSamples(got, want); d != "" {
 			t.Fatalf("weft differs from prometheus (%d vs %d samples):\n%s", len(got), len(want), d)
 		}
 	})
 
 	t.Run("same exemplars as prometheus", func(t *testing.T) {
-		wantEx := queryPrometheusExemplars(t, prom, `{__name__=~".+"}`, now.Add(-time.Hour), now)
+		wantEx := queryOTLPPeerExemplars(t, prom, `{__name__=~".+"}`, now.Add(-time.Hour), now)
 		if len(wantEx) == 0 {
 			t.Fatal("prometheus stored no exemplars")
 		}
-		gotEx := weftExemplars(t, plain.db, mint, maxt, all)
+		gotEx := weftOTLPExemplars(t, plain.db, mint, maxt, all)
 		if strings.Join(gotEx, "\n") != strings.Join(wantEx, "\n") {
 			t.Fatalf("exemplars differ:\nweft:\n%s\nprometheus:\n%s", strings.Join(gotEx, "\n"), strings.Join(wantEx, "\n"))
 		}
@@ -226,12 +226,12 @@ func TestOTLPMatchesPrometheus(t *testing.T) {
 	t.Run("plus workload context labels", func(t *testing.T) {
 		m := workload.MustDefault()
 		ctxOf := map[string][]workload.Label{ // by job label
-			"ml/trainer": m.AppendLabels(nil, attrLookup(richPayload(t, now).ResourceMetrics().At(0).Resource().Attributes())),
-			"delta-svc":  m.AppendLabels(nil, attrLookup(deltaPayloads(now)[0].ResourceMetrics().At(0).Resource().Attributes())),
+			"ml/trainer": m.AppendLabels(nil, otlpAttrLookup(richPayload(t, now).ResourceMetrics().At(0).Resource().Attributes())),
+			"delta-svc":  m.AppendLabels(nil, otlpAttrLookup(deltaPayloads(now)[0].ResourceMetrics().At(0).Resource().Attributes())),
 		}
-		var wantCtx []sample
+		var wantCtx []otlpSample
 		for _, s := range want {
-			ls, err := parseLabels(s.Labels)
+			ls, err := parseOTLPLabels(s.Labels)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,17 +239,17 @@ func TestOTLPMatchesPrometheus(t *testing.T) {
 			for _, l := range ctxOf[ls.Get("job")] {
 				b.Set(l.Name, l.Value)
 			}
-			wantCtx = append(wantCtx, sample{Labels: b.Labels().String(), T: s.T, V: s.V})
+			wantCtx = append(wantCtx, otlpSample{Labels: b.Labels().String(), T: s.T, V: s.V})
 		}
-		sortSamples(wantCtx)
-		got := weftSamples(t, withCtx.db, mint, maxt, all)
-		if d := diffSamples(got, wantCtx); d != "" {
+		sortOTLPSamples(wantCtx)
+		got := weftOTLPSamples(t, withCtx.db, mint, maxt, all)
+		if d := diffOTLPSamples(got, wantCtx); d != "" {
 			t.Fatalf("weft with context differs from prometheus + context labels:\n%s", d)
 		}
 	})
 }
 
-func attrLookup(m pcommon.Map) func(string) (string, bool) {
+func otlpAttrLookup(m pcommon.Map) func(string) (string, bool) {
 	return func(k string) (string, bool) {
 		v, ok := m.Get(k)
 		if !ok {

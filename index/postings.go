@@ -64,8 +64,9 @@ type matcherPlan struct {
 	bm      *roaring64.Bitmap // resolved set (positive) or set to subtract (negative)
 	own     bool              // bm was built here and may be modified
 	neg     bool              // subtract bm instead of intersecting
-	// deferred: positive matcher without a fast path, resolved after the
-	// cheap ones, by value scan or by checking candidates.
+	// deferred: matcher without a fast path, resolved after the cheap ones
+	// against the candidates found so far, by value scan or by checking the
+	// candidates' own values.
 	deferred bool
 }
 
@@ -89,9 +90,12 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 			// Empty-matching: selects streams without the label too. Subtract
 			// the streams whose value does not match.
 			pl.neg = true
-			pl.bm, pl.own = ix.nonMatching(pl.nameRef, pl.ne, m)
-			if pl.bm == nil || pl.bm.IsEmpty() {
+			if pl.ne == nil || (m.Type == labels.MatchRegexp && regexString(m) == ".*") {
 				continue // matches every stream
+			}
+			pl.bm, pl.deferred = ix.nonMatchingFast(pl.nameRef, pl.ne, m)
+			if !pl.deferred && (pl.bm == nil || pl.bm.IsEmpty()) {
+				continue // no stream has a non-matching value
 			}
 		} else {
 			if pl.ne == nil {
@@ -105,10 +109,13 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 		plans = append(plans, pl)
 	}
 
-	// Most selective first: positives by cardinality, deferred after them
-	// (their cardinality is unknown until resolved), negatives last.
+	// Most selective first: positives by cardinality, deferred positives
+	// after them (their cardinality is unknown until resolved), then
+	// subtractions, the cheap ones first.
 	rank := func(pl matcherPlan) (int, uint64) {
 		switch {
+		case pl.neg && pl.deferred:
+			return 3, uint64(len(pl.ne.values))
 		case pl.neg:
 			return 2, 0
 		case pl.deferred:
@@ -136,7 +143,14 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 			if !owned {
 				res, owned = res.Clone(), true
 			}
-			res.AndNot(pl.bm)
+			switch {
+			case !pl.deferred:
+				res.AndNot(pl.bm)
+			case res.GetCardinality() < uint64(len(pl.ne.values)/filterRatio):
+				res = ix.filterCandidates(res, pl.nameRef, pl.m)
+			default:
+				ix.subtractNonMatching(res, pl.nameRef, pl.ne, pl.m)
+			}
 		case pl.deferred:
 			if res != nil && res.GetCardinality() < uint64(len(pl.ne.values)/filterRatio) {
 				res, owned = ix.filterCandidates(res, pl.nameRef, pl.m), true
@@ -214,35 +228,50 @@ func (ix *Index) matchingFast(nameRef uint32, ne *nameEntry, m *labels.Matcher) 
 	return nil, false, true
 }
 
-// nonMatching returns the streams that have the label with a value m does not
-// match, for a matcher that matches "" (so it also selects streams without
-// the label). A nil result is empty.
-func (ix *Index) nonMatching(nameRef uint32, ne *nameEntry, m *labels.Matcher) (*roaring64.Bitmap, bool) {
-	if ne == nil {
-		return nil, false
-	}
+// nonMatchingFast resolves a matcher that matches "" (so it also selects
+// streams without the label) to the streams to subtract: those with a value
+// it does not match. deferred means no fast path applies (the set would be a
+// union over many values); the caller subtracts value by value instead.
+func (ix *Index) nonMatchingFast(nameRef uint32, ne *nameEntry, m *labels.Matcher) (bm *roaring64.Bitmap, deferred bool) {
 	switch m.Type {
 	case labels.MatchEqual: // = "" : has no such label
 		return ne.all, false
 	case labels.MatchNotEqual: // != "x"
 		return ix.valueBitmap(nameRef, ne, m.Value), false
-	case labels.MatchRegexp:
-		if regexString(m) == ".*" {
-			return nil, false
-		}
-		// Matching values are usually the few: subtract them from the name's set.
-		match := ix.scanValues(nameRef, ne, m, true, nil)
-		return roaring64.AndNot(ne.all, match), true
 	case labels.MatchNotRegexp: // the regexp does not match "": subtract values it matches
 		if regexString(m) == ".+" {
 			return ne.all, false
 		}
-		if set := m.SetMatches(); len(set) > 0 {
-			return ix.unionValues(nameRef, ne, set), true
+		if set := m.SetMatches(); len(set) > 0 && len(set) <= maxSetUnion {
+			return ix.unionValues(nameRef, ne, set), false
 		}
-		return ix.scanValues(nameRef, ne, m, false, nil), true
 	}
-	return nil, false
+	return nil, true
+}
+
+// maxSetUnion bounds the literal alternatives resolved up front for a
+// negative matcher; longer lists are subtracted value by value.
+const maxSetUnion = 16
+
+// subtractNonMatching removes from res, in place, the streams whose value for
+// the label does not match m (a matcher that matches ""), value by value:
+// cheaper than building the union when res is already small.
+func (ix *Index) subtractNonMatching(res *roaring64.Bitmap, nameRef uint32, ne *nameEntry, m *labels.Matcher) {
+	// For `!~ "re"` a value without re's literal prefix cannot match re, so
+	// m matches it and it is kept.
+	prefix := ""
+	if m.Type == labels.MatchNotRegexp {
+		prefix = m.Prefix()
+	}
+	for ref, bm := range ne.values {
+		v, _ := ix.syms.value(nameRef, ref)
+		if prefix != "" && !strings.HasPrefix(v, prefix) {
+			continue
+		}
+		if !m.Matches(v) && intersects(bm, res) {
+			res.AndNot(bm)
+		}
+	}
 }
 
 // valueBitmap returns the postings of one value, nil if absent.
@@ -299,10 +328,11 @@ func (ix *Index) scanValues(nameRef uint32, ne *nameEntry, m *labels.Matcher, wa
 	return orAll(bms)
 }
 
-// filterCandidates returns the candidates whose value for m.Name matches m
-// (a matcher that does not match "", so streams without the label fail).
+// filterCandidates returns the candidates whose value for m.Name matches m;
+// a stream without the label has the value "".
 func (ix *Index) filterCandidates(cands *roaring64.Bitmap, nameRef uint32, m *labels.Matcher) *roaring64.Bitmap {
 	out := roaring64.New()
+	matchesEmpty := m.Matches("")
 	it := cands.Iterator()
 	for it.HasNext() {
 		id := it.Next()
@@ -312,6 +342,9 @@ func (ix *Index) filterCandidates(cands *roaring64.Bitmap, nameRef uint32, m *la
 		}
 		vref, ok := labelValueRef(r.enc, nameRef)
 		if !ok {
+			if matchesEmpty {
+				out.Add(id)
+			}
 			continue
 		}
 		if v, _ := ix.syms.value(nameRef, vref); m.Matches(v) {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftdb/weft/cmd/weft/internal/app"
+)
+
+func TestParseFlags(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(cfg, []byte(`
+storage:
+  retention: 7d
+  out_of_order_window: 30m
+query:
+  timeout: 30s
+  max_samples: 1000
+  lookback_delta: 2m
+limits:
+  remote_write:
+    max_body_bytes: 1048576
+    max_labels_per_series: 40
+http:
+  enable_admin_api: true
+  shutdown_timeout: 10s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, o app.Options)
+	}{
+		{"defaults", nil, func(t *testing.T, o app.Options) {
+			if o.DataDir != "./weft-data" || o.HTTPAddr != ":9338" || o.OTLPGRPCAddr != ":4317" || o.OTLPHTTPAddr != ":4318" {
+				t.Errorf("listeners %+v", o)
+			}
+			if o.Storage.Retention != 30*24*time.Hour || o.Storage.OutOfOrderWindow != 10*time.Minute || o.EnableAdminAPI {
+				t.Errorf("storage %+v admin %v", o.Storage, o.EnableAdminAPI)
+			}
+			if o.Query.Timeout != 2*time.Minute || o.Query.MaxSamples != 50_000_000 || o.Query.LookbackDelta != 5*time.Minute {
+				t.Errorf("query %+v", o.Query)
+			}
+			if o.Flags["http-addr"] != ":9338" || o.Flags["retention"] != "30d" {
+				t.Errorf("flags map %v", o.Flags)
+			}
+		}},
+		{"flags", []string{"-data-dir", "/d", "-http-addr", "127.0.0.1:1", "-retention", "12h", "-out-of-order-window", "1m", "-enable-admin-api"}, func(t *testing.T, o app.Options) {
+			if o.DataDir != "/d" || o.HTTPAddr != "127.0.0.1:1" || o.Storage.Retention != 12*time.Hour || o.Storage.OutOfOrderWindow != time.Minute || !o.EnableAdminAPI {
+				t.Errorf("options %+v", o)
+			}
+		}},
+		{"config file", []string{"-config", cfg}, func(t *testing.T, o app.Options) {
+			if o.Storage.Retention != 7*24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute {
+				t.Errorf("storage %+v", o.Storage)
+			}
+			if o.Query.Timeout != 30*time.Second || o.Query.MaxSamples != 1000 || o.Query.LookbackDelta != 2*time.Minute {
+				t.Errorf("query %+v", o.Query)
+			}
+			if o.RemoteWrite.MaxBodyBytes != 1<<20 || o.RemoteWrite.Ingest.MaxLabelsPerSeries != 40 || !o.EnableAdminAPI || o.ShutdownTimeout != 10*time.Second {
+				t.Errorf("limits %+v admin %v", o.RemoteWrite, o.EnableAdminAPI)
+			}
+		}},
+		{"flags win over the file", []string{"-config", cfg, "-retention", "1d"}, func(t *testing.T, o app.Options) {
+			if o.Storage.Retention != 24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute {
+				t.Errorf("storage %+v", o.Storage)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			o, err := parseFlags(c.args, &stderr)
+			if err != nil {
+				t.Fatalf("parse: %v (%s)", err, stderr.String())
+			}
+			c.check(t, o)
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	if err := os.WriteFile(bad, []byte("storage:\n  retension: 7d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"help", []string{"-help"}, exitOK, "-otlp-grpc-addr"},
+		{"version", []string{"-version"}, exitOK, "weft " + version},
+		{"unknown flag", []string{"-nope"}, exitUsage, "flag provided but not defined"},
+		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
+		{"unknown config key", []string{"-config", bad}, exitUsage, "field retension not found"},
+		{"missing config", []string{"-config", "/nonexistent.yml"}, exitUsage, "read config"},
+		{"stray argument", []string{"serve"}, exitUsage, "unexpected arguments"},
+		{"bad log level", []string{"-log-level", "loud"}, exitUsage, "invalid -log-level"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := run(c.args, &stderr); code != c.code || !strings.Contains(stderr.String(), c.out) {
+				t.Errorf("exit %d, want %d; output %q lacks %q", code, c.code, stderr.String(), c.out)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,13 +70,15 @@ type Replayer struct {
 	proto  Protocol
 	lanes  [][]*Payload
 	pos    []int
-	// MaxRetries bounds the retries of one request on 429 and 5xx.
-	MaxRetries int
+	// RetryFor bounds how long one request is retried on 429, 5xx and
+	// network errors, like a remote-write sender's queue: backoff doubles
+	// from 50 ms to 5 s, or follows Retry-After (at most 5 s).
+	RetryFor time.Duration
 }
 
 // NewReplayer prepares seg for sending to url.
 func NewReplayer(client *http.Client, url string, seg *SegmentData, workers int) *Replayer {
-	r := &Replayer{client: client, url: url, proto: seg.Protocol, lanes: make([][]*Payload, workers), pos: make([]int, workers), MaxRetries: 5}
+	r := &Replayer{client: client, url: url, proto: seg.Protocol, lanes: make([][]*Payload, workers), pos: make([]int, workers), RetryFor: time.Minute}
 	for i := range seg.Payloads {
 		p := &seg.Payloads[i]
 		r.lanes[p.Lane%workers] = append(r.lanes[p.Lane%workers], p)
@@ -176,11 +179,18 @@ func (r *Replayer) Run(ctx context.Context, lim Limits) SendStats {
 }
 
 // send posts p, retrying 429 and 5xx with a short backoff.
+// Backoff bounds for retries.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
 func (r *Replayer) send(ctx context.Context, p *Payload, st *SendStats) {
-	backoff := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
+	backoff := minBackoff
+	giveUp := time.Now().Add(r.RetryFor)
+	for {
 		t0 := time.Now()
-		code, msg, err := r.post(ctx, p)
+		code, msg, retryAfter, err := r.post(ctx, p)
 		st.Latencies = append(st.Latencies, time.Since(t0))
 		st.Requests++
 		if err == nil && code/100 == 2 {
@@ -194,22 +204,28 @@ func (r *Replayer) send(ctx context.Context, p *Payload, st *SendStats) {
 			st.LastError = fmt.Sprintf("HTTP %d: %s", code, msg)
 		}
 		retryable := err != nil || code == http.StatusTooManyRequests || code >= 500
-		if !retryable || attempt >= r.MaxRetries || ctx.Err() != nil {
+		wait := backoff
+		if retryAfter > 0 {
+			wait = min(retryAfter, maxBackoff)
+		}
+		if !retryable || time.Now().Add(wait).After(giveUp) || ctx.Err() != nil {
 			st.RejectedSamples += p.Samples
 			return
 		}
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 		}
-		backoff *= 2
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
-func (r *Replayer) post(ctx context.Context, p *Payload) (int, string, error) {
+// post sends p once and returns the status, the start of an error body and
+// the Retry-After delay (0 if none).
+func (r *Replayer) post(ctx context.Context, p *Payload) (int, string, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(p.Body))
 	if err != nil {
-		return 0, "", fmt.Errorf("new request: %w", err)
+		return 0, "", 0, fmt.Errorf("new request: %w", err)
 	}
 	switch p.Protocol {
 	case RW1:
@@ -227,15 +243,19 @@ func (r *Replayer) post(ctx context.Context, p *Payload) (int, string, error) {
 	req.Header.Set("User-Agent", "weft-bench")
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return 0, "", fmt.Errorf("post: %w", err)
+		return 0, "", 0, fmt.Errorf("post: %w", err)
 	}
 	defer resp.Body.Close()
 	var msg []byte
+	var retryAfter time.Duration
 	if resp.StatusCode/100 != 2 {
 		msg, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			retryAfter = time.Duration(s) * time.Second
+		}
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(msg)), nil
+	return resp.StatusCode, strings.TrimSpace(string(msg)), retryAfter, nil
 }
 
 // StepOptions bound the search for the maximum sustainable ingest rate.

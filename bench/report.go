@@ -25,8 +25,8 @@ var reportRows = []metricRow{
 	{"disk bytes / sample", true, func(r SystemResult) (float64, bool) { return r.DiskBytesPerSample, r.DiskBytesPerSample > 0 }},
 	{"query p50 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP50S, r.QueryP50S > 0 }},
 	{"query p99 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP99S, r.QueryP99S > 0 }},
-	{"RW1 write p50 (s)", true, protoGet(RW1, func(p ProtocolResult) float64 { return p.WriteP50S })},
-	{"RW1 write p99 (s)", true, protoGet(RW1, func(p ProtocolResult) float64 { return p.WriteP99S })},
+	{"RW1 write p50 (s)", true, protoGetAny(RW1, func(p ProtocolResult) float64 { return p.WriteP50S })},
+	{"RW1 write p99 (s)", true, protoGetAny(RW1, func(p ProtocolResult) float64 { return p.WriteP99S })},
 	{"RW1 rejections", true, func(r SystemResult) (float64, bool) {
 		for _, p := range r.Protocols {
 			if p.Protocol == RW1 {
@@ -51,6 +51,19 @@ var reportRows = []metricRow{
 	}},
 }
 
+// protoGetAny reads a protocol's figure whether or not its data was stored.
+func protoGetAny(p Protocol, f func(ProtocolResult) float64) func(SystemResult) (float64, bool) {
+	return func(r SystemResult) (float64, bool) {
+		for _, pr := range r.Protocols {
+			if pr.Protocol == p && pr.Requests > 0 {
+				return f(pr), true
+			}
+		}
+		return 0, false
+	}
+}
+
+// protoGet reads a protocol's figure when its data was found afterwards.
 func protoGet(p Protocol, f func(ProtocolResult) float64) func(SystemResult) (float64, bool) {
 	return func(r SystemResult) (float64, bool) {
 		for _, pr := range r.Protocols {

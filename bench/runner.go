@@ -48,6 +48,7 @@ type ProtocolResult struct {
 	Protocol        Protocol `json:"protocol"`
 	SamplesPerS     float64  `json:"samples_per_s"`
 	AcceptedSamples int      `json:"accepted_samples"`
+	Requests        int      `json:"requests"`
 	Rejections      int      `json:"rejections"`
 	LastError       string   `json:"last_error,omitempty"`
 	// Stored says a query after the segment found every GPU series of its
@@ -289,7 +290,7 @@ func (o RunOptions) stepFor(w *Workload) StepOptions {
 
 func protoResult(p Protocol, st SendStats) ProtocolResult {
 	return ProtocolResult{
-		Protocol: p, SamplesPerS: st.SamplesPerSecond(), AcceptedSamples: st.AcceptedSamples,
+		Protocol: p, SamplesPerS: st.SamplesPerSecond(), AcceptedSamples: st.AcceptedSamples, Requests: st.Requests,
 		Rejections: st.Rejections, LastError: st.LastError,
 		WriteP50S: Percentile(st.Latencies, 0.5).Seconds(), WriteP99S: Percentile(st.Latencies, 0.99).Seconds(),
 	}

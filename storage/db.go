@@ -109,9 +109,10 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	db.meta.init()
 	db.tombs.init()
 	db.stats.init()
+	opened := db // the named result is nil on error returns
 	defer func() {
 		if err != nil {
-			db.closeResources()
+			opened.closeResources()
 		}
 	}()
 	db.pdb, err = pebble.Open(filepath.Join(dir, "pebble"), &pebble.Options{

@@ -30,6 +30,16 @@ type symbols struct {
 	mu    sync.RWMutex
 	names map[string]uint32            // guarded by mu
 	dicts atomic.Pointer[[]*valueDict] // by name ref; replaced (copy on append) under mu
+	// schema caches the name refs of the last label-name sequence interned:
+	// streams of one source share their label names, so comparing names
+	// with it replaces a map probe per label. Immutable once stored.
+	schema atomic.Pointer[nameSchema]
+}
+
+// nameSchema is a label-name sequence and its name refs.
+type nameSchema struct {
+	names []string
+	refs  []uint32
 }
 
 // valueDict holds one label name and its values.
@@ -111,22 +121,36 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	start := len(refs)
 	missing := false
 	dicts := *s.dicts.Load()
+	sc := s.schema.Load()
+	schemaOK := sc != nil && len(sc.names) == ls.Len()
+	i := 0
 	s.mu.RLock()
 	ls.Range(func(l labels.Label) {
 		if missing {
 			return
 		}
-		rn, ok := s.names[l.Name]
-		if !ok || int(rn) >= len(dicts) {
-			missing = true
-			return
+		var rn uint32
+		if schemaOK && sc.names[i] == l.Name {
+			rn = sc.refs[i]
+		} else {
+			schemaOK = false
+			r, ok := s.names[l.Name]
+			if !ok || int(r) >= len(dicts) {
+				missing = true
+				return
+			}
+			rn = r
 		}
+		i++
 		rv, ok := dicts[rn].values[l.Value]
 		missing = !ok
 		refs = append(refs, rn, rv)
 	})
 	s.mu.RUnlock()
 	if !missing {
+		if !schemaOK {
+			s.storeSchema(refs[start:])
+		}
 		return refs
 	}
 	refs = refs[:start]
@@ -136,7 +160,19 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 		refs = append(refs, s.names[d.name], d.internLocked(l.Value))
 	})
 	s.mu.Unlock()
+	s.storeSchema(refs[start:])
 	return refs
+}
+
+// storeSchema caches the name sequence of pairs (name ref, value ref).
+func (s *symbols) storeSchema(pairs []uint32) {
+	sc := &nameSchema{names: make([]string, 0, len(pairs)/2), refs: make([]uint32, 0, len(pairs)/2)}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		n, _ := s.name(pairs[i])
+		sc.names = append(sc.names, n)
+		sc.refs = append(sc.refs, pairs[i])
+	}
+	s.schema.Store(sc)
 }
 
 func (s *symbols) internNameLocked(name string) *valueDict {

@@ -239,3 +239,25 @@ func TestExemplarForUnknownSeries(t *testing.T) {
 		t.Fatalf("exemplar created %d series", n)
 	}
 }
+
+func TestDuplicateAgainstPebble(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	ls := labels.FromStrings("__name__", "p")
+	for k := int64(0); k < 130; k++ { // seals the first 120 samples
+		mustAppend(t, db, ls, k*1000, float64(k))
+	}
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, ls, 131_000, 131)
+	app := db.Appender(context.Background())
+	if _, err := app.Append(0, ls, 125_000, 125); err != nil {
+		t.Fatalf("same value already in Pebble: %v", err)
+	}
+	if _, err := app.Append(0, ls, 126_000, -1); !errors.Is(err, ErrDuplicateSample) {
+		t.Fatalf("different value already in Pebble: err = %v", err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -80,13 +80,47 @@ func (db *DB) checkLocked(s *memSeries, x sample, replay bool) error {
 	if !replay && x.t < s.lastT.Load()-db.oooWindow {
 		return ErrOutOfWindow
 	}
-	if old, ok := s.lookupLocked(x.t); ok {
-		if replay || sameSample(old, x) {
+	if replay {
+		// Replay re-applies what was accepted once; the merge at query and
+		// flush time drops exact repeats.
+		return nil
+	}
+	old, ok := s.lookupLocked(x.t)
+	if !ok && (s.chunk == nil || x.t < s.cmint) {
+		old, ok = db.lookupPebble(s.id, x.t)
+	}
+	if ok {
+		if sameSample(old, x) {
 			return errSameSample
 		}
 		return ErrDuplicateSample
 	}
 	return nil
+}
+
+// lookupPebble finds the stored sample of series id at t, if any. Only the
+// out-of-order path uses it (a point read of one partition).
+func (db *DB) lookupPebble(id uint64, t int64) (sample, bool) {
+	r, err := db.newChunkReader()
+	if err != nil {
+		return sample{}, false
+	}
+	defer r.Close()
+	chunks, err := r.read(id, t, t, []int64{db.partOf(t)}, nil)
+	if err != nil {
+		return sample{}, false
+	}
+	for _, c := range chunks {
+		if t < c.mint || t > c.maxt {
+			continue
+		}
+		for _, x := range chunkSamples(c.enc, c.data, nil) {
+			if x.t == t {
+				return x, true
+			}
+		}
+	}
+	return sample{}, false
 }
 
 // lookupLocked finds the head sample at t (open chunk, pending chunks, OOO buffer).

@@ -17,6 +17,8 @@ func TestIngestGolden(t *testing.T) {
 	noCtx.Workload = workload.Options{}
 	utf8 := DefaultOptions()
 	utf8.TranslationStrategy = otlptranslator.NoTranslation
+	utf8Suffixes := DefaultOptions()
+	utf8Suffixes.TranslationStrategy = otlptranslator.NoUTF8EscapingWithSuffixes
 	cases := []struct {
 		name   string
 		opts   Options
@@ -25,6 +27,7 @@ func TestIngestGolden(t *testing.T) {
 		{"default", DefaultOptions(), "rich.default.series"},
 		{"no workload context", noCtx, "rich.nocontext.series"},
 		{"NoTranslation", utf8, "rich.notranslation.series"},
+		{"NoUTF8EscapingWithSuffixes", utf8Suffixes, "rich.noutf8escaping.series"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

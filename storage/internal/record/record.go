@@ -104,13 +104,20 @@ func AppendSeries(b []byte, ss []Series) []byte {
 	return b
 }
 
-// AppendSamples encodes a float samples record.
+// AppendSamples encodes a float samples record. Timestamps are stored as
+// deltas from the first sample's (a scrape or push batch shares one
+// timestamp, so each costs one byte).
 func AppendSamples(b []byte, ss []Sample) []byte {
 	b = append(b, byte(TypeSamples))
+	if len(ss) == 0 {
+		return b
+	}
+	base := ss[0].T
+	b = binary.AppendVarint(b, base)
 	for _, s := range ss {
 		b = binary.AppendUvarint(b, s.ID)
 		b = binary.AppendVarint(b, s.ST)
-		b = binary.AppendVarint(b, s.T)
+		b = binary.AppendVarint(b, s.T-base)
 		b = appendF64(b, s.V)
 	}
 	return b
@@ -430,6 +437,10 @@ func (d *Decoder) Decode(rec []byte, out *Decoded) error {
 	}
 	d.b, d.err = rec[1:], nil
 	out.Type = Type(rec[0])
+	var base int64
+	if out.Type == TypeSamples && len(d.b) > 0 {
+		base = d.varint()
+	}
 	for len(d.b) > 0 && d.err == nil {
 		switch out.Type {
 		case TypeSeries:
@@ -437,7 +448,7 @@ func (d *Decoder) Decode(rec []byte, out *Decoded) error {
 			id := d.uvarint()
 			out.Series = append(out.Series, Series{Kind: k, ID: id, Labels: d.labels()})
 		case TypeSamples:
-			s := Sample{ID: d.uvarint(), ST: d.varint(), T: d.varint()}
+			s := Sample{ID: d.uvarint(), ST: d.varint(), T: base + d.varint()}
 			s.V = d.f64()
 			out.Samples = append(out.Samples, s)
 		case TypeHistograms, TypeFloatHistograms:

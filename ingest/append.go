@@ -319,7 +319,7 @@ func (b *Batch) metadata(m metaRefs) (metadata.Metadata, error) {
 }
 
 func (b *Batch) symbolClone(ref uint32) string {
-	s := b.symbols[ref]
+	s := b.sym(ref)
 	if s == "" {
 		return ""
 	}
@@ -363,6 +363,11 @@ type labelState struct {
 }
 
 func (st *labelState) add(sb *labels.ScratchBuilder, name, value string) {
+	st.addChecked(sb, name, value, utf8.ValidString(name), utf8.ValidString(value))
+}
+
+// addChecked is add with the UTF-8 validity of name and value known.
+func (st *labelState) addChecked(sb *labels.ScratchBuilder, name, value string, nameOK, valueOK bool) {
 	if value == "" {
 		// A label with an empty value is the same as no label (PromQL and
 		// weft's storage treat it so); drop it rather than reject.
@@ -373,9 +378,9 @@ func (st *labelState) add(sb *labels.ScratchBuilder, name, value string) {
 		switch {
 		case name == "":
 			st.bad = "empty label name"
-		case !utf8.ValidString(name):
+		case !nameOK:
 			st.bad = fmt.Sprintf("label name %q is not valid UTF-8", name)
-		case !utf8.ValidString(value):
+		case !valueOK:
 			st.bad = fmt.Sprintf("value of label %q is not valid UTF-8", name)
 		case name == model.MetricNameLabel:
 			st.noName = false
@@ -424,17 +429,17 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 	b.sb.Reset()
 	st := labelState{noName: true}
 	if b.proto == ProtoV2 {
-		refs, syms := b.refs[sp.lo:sp.hi], b.symbols
+		refs, nsyms := b.refs[sp.lo:sp.hi], len(b.symbols)
 		for i := 0; i < len(refs); i += 2 {
 			nr, vr := refs[i], refs[i+1]
-			if int(nr) >= len(syms) || int(vr) >= len(syms) {
-				return labels.EmptyLabels(), ReasonInvalidLabels, fmt.Sprintf("label references %d=%d outside of symbols table (size %d)", nr, vr, len(syms))
+			if int(nr) >= nsyms || int(vr) >= nsyms {
+				return labels.EmptyLabels(), ReasonInvalidLabels, fmt.Sprintf("label references %d=%d outside of symbols table (size %d)", nr, vr, nsyms)
 			}
-			st.add(&b.sb, syms[nr], syms[vr])
+			st.addChecked(&b.sb, b.sym(nr), b.sym(vr), b.symValid(nr), b.symValid(vr))
 		}
 	} else {
 		for _, p := range b.pairs[sp.lo:sp.hi] {
-			st.add(&b.sb, p.name, p.value)
+			st.add(&b.sb, b.str(p.name), b.str(p.value))
 		}
 	}
 	ls, detail := st.finish(&b.sb)
@@ -453,15 +458,15 @@ func (b *Batch) metricNameOf(sp span) string {
 	if b.proto == ProtoV2 {
 		refs := b.refs[sp.lo:sp.hi]
 		for i := 0; i+1 < len(refs); i += 2 {
-			if int(refs[i]) < len(b.symbols) && int(refs[i+1]) < len(b.symbols) && b.symbols[refs[i]] == model.MetricNameLabel {
-				name = b.symbols[refs[i+1]]
+			if int(refs[i]) < len(b.symbols) && int(refs[i+1]) < len(b.symbols) && b.sym(refs[i]) == model.MetricNameLabel {
+				name = b.sym(refs[i+1])
 				break
 			}
 		}
 	} else {
 		for _, p := range b.pairs[sp.lo:sp.hi] {
-			if p.name == model.MetricNameLabel {
-				name = p.value
+			if b.str(p.name) == model.MetricNameLabel {
+				name = b.str(p.value)
 				break
 			}
 		}
@@ -487,17 +492,17 @@ func (b *Batch) exemplarLabels(sp span) (labels.Labels, string) {
 	b.sb.Reset()
 	var st labelState
 	if b.proto == ProtoV2 {
-		refs, syms := b.exRefs[sp.lo:sp.hi], b.symbols
+		refs, nsyms := b.exRefs[sp.lo:sp.hi], len(b.symbols)
 		for i := 0; i < len(refs); i += 2 {
 			nr, vr := refs[i], refs[i+1]
-			if int(nr) >= len(syms) || int(vr) >= len(syms) {
-				return labels.EmptyLabels(), fmt.Sprintf("exemplar label references %d=%d outside of symbols table (size %d)", nr, vr, len(syms))
+			if int(nr) >= nsyms || int(vr) >= nsyms {
+				return labels.EmptyLabels(), fmt.Sprintf("exemplar label references %d=%d outside of symbols table (size %d)", nr, vr, nsyms)
 			}
-			st.add(&b.sb, syms[nr], syms[vr])
+			st.addChecked(&b.sb, b.sym(nr), b.sym(vr), b.symValid(nr), b.symValid(vr))
 		}
 	} else {
 		for _, p := range b.exPairs[sp.lo:sp.hi] {
-			st.add(&b.sb, p.name, p.value)
+			st.add(&b.sb, b.str(p.name), b.str(p.value))
 		}
 	}
 	return st.finish(&b.sb)

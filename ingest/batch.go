@@ -2,7 +2,10 @@ package ingest
 
 import (
 	"fmt"
+	"math"
 	"sync"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -36,7 +39,8 @@ type Batch struct {
 
 	// Arenas: every series indexes contiguous ranges of these.
 	series    []seriesEntry
-	symbols   []string // v2 symbols table (points into the request buffer)
+	buf       []byte   // the request buffer the strRefs point into
+	symbols   []strRef // v2 symbols table
 	refs      []uint32 // v2 series label references
 	exRefs    []uint32 // v2 exemplar label references
 	pairs     []pair   // v1 series labels
@@ -50,6 +54,7 @@ type Batch struct {
 	sb        labels.ScratchBuilder
 	exBuf     []exemplar.Exemplar
 	symClones []string // lazily cloned symbols for metadata, "" = not yet
+	symState  []uint8  // per symbol: 0 not checked, symValidUTF8, symInvalidUTF8
 	rej       rejections
 	lastOK    bool // whether the last Append wrote its sample (set by appendErr)
 }
@@ -62,12 +67,16 @@ func (d *Decoder) Decode(p Protocol, buf []byte) (*Batch, error) {
 	if b == nil {
 		b = &Batch{d: d, sb: labels.NewScratchBuilder(16)}
 	}
-	b.proto = p
+	b.proto, b.buf = p, buf
 	var err error
-	switch p {
-	case ProtoV1:
+	if uint64(len(buf)) > math.MaxUint32 {
+		err = fmt.Errorf("%w: body of %d bytes is too large", ErrMalformed, len(buf))
+	}
+	switch {
+	case err != nil:
+	case p == ProtoV1:
 		err = b.decodeV1(buf)
-	case ProtoV2:
+	case p == ProtoV2:
 		err = b.decodeV2(buf)
 	default:
 		err = fmt.Errorf("%w: unknown protocol %d", ErrMalformed, p)
@@ -88,15 +97,13 @@ func (b *Batch) NumSeries() int { return len(b.series) }
 // Release returns the batch to its Decoder's pool. The batch must not be used
 // afterwards.
 func (b *Batch) Release() {
-	clear(b.symbols)
-	clear(b.pairs)
-	clear(b.exPairs)
+	b.buf = nil
 	clear(b.hists)
 	clear(b.exBuf)
 	clear(b.symClones)
 	b.series, b.symbols, b.refs, b.exRefs = b.series[:0], b.symbols[:0], b.refs[:0], b.exRefs[:0]
 	b.pairs, b.exPairs, b.samples, b.hists = b.pairs[:0], b.exPairs[:0], b.samples[:0], b.hists[:0]
-	b.exemplars, b.exBuf, b.symClones = b.exemplars[:0], b.exBuf[:0], b.symClones[:0]
+	b.exemplars, b.exBuf, b.symClones, b.symState = b.exemplars[:0], b.exBuf[:0], b.symClones[:0], b.symState[:0]
 	b.rej.reset()
 	if b.arenaBytes() > maxPooledBatchBytes {
 		return
@@ -105,9 +112,49 @@ func (b *Batch) Release() {
 }
 
 func (b *Batch) arenaBytes() int {
-	return cap(b.series)*64 + cap(b.symbols)*16 + cap(b.refs)*4 + cap(b.exRefs)*4 +
-		cap(b.pairs)*32 + cap(b.exPairs)*32 + cap(b.samples)*24 + cap(b.hists)*32 +
-		cap(b.exemplars)*24 + cap(b.exBuf)*48 + cap(b.symClones)*16
+	return cap(b.series)*64 + cap(b.symbols)*8 + cap(b.refs)*4 + cap(b.exRefs)*4 +
+		cap(b.pairs)*16 + cap(b.exPairs)*16 + cap(b.samples)*24 + cap(b.hists)*32 +
+		cap(b.exemplars)*24 + cap(b.exBuf)*48 + cap(b.symClones)*16 + cap(b.symState)
+}
+
+// ref returns where p, a subslice of b.buf, lies in it.
+func (b *Batch) ref(p []byte) strRef {
+	if len(p) == 0 {
+		return strRef{}
+	}
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(p))) - uintptr(unsafe.Pointer(unsafe.SliceData(b.buf)))
+	return strRef{off: uint32(off), n: uint32(len(p))}
+}
+
+// str returns the string r refers to, without copying (see unsafeString).
+func (b *Batch) str(r strRef) string { return unsafeString(b.buf[r.off : r.off+r.n]) }
+
+// sym returns symbol i, which must be in range.
+func (b *Batch) sym(i uint32) string { return b.str(b.symbols[i]) }
+
+const (
+	symValidUTF8   = 1
+	symInvalidUTF8 = 2
+)
+
+// symValid reports whether symbol i is valid UTF-8, checking each symbol at
+// most once per request: RW 2.0 series share most of their strings.
+func (b *Batch) symValid(i uint32) bool {
+	if len(b.symState) < len(b.symbols) {
+		b.symState = append(b.symState, make([]uint8, len(b.symbols)-len(b.symState))...)
+	}
+	switch b.symState[i] {
+	case symValidUTF8:
+		return true
+	case symInvalidUTF8:
+		return false
+	}
+	ok := utf8.ValidString(b.sym(i))
+	b.symState[i] = symInvalidUTF8
+	if ok {
+		b.symState[i] = symValidUTF8
+	}
+	return ok
 }
 
 // rejections collects the client errors of one Append.

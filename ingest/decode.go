@@ -33,8 +33,13 @@ type span struct{ lo, hi uint32 }
 
 func (s span) len() int { return int(s.hi - s.lo) }
 
-// pair is a RW 1.0 label, its strings pointing into the request buffer.
-type pair struct{ name, value string }
+// strRef locates a string in the request buffer. Arenas hold offsets rather
+// than strings so that they contain no pointers: filling them costs no GC
+// write barriers and the collector never scans them.
+type strRef struct{ off, n uint32 }
+
+// pair is a RW 1.0 label.
+type pair struct{ name, value strRef }
 
 type sample struct {
 	v     float64
@@ -81,7 +86,7 @@ func (b *Batch) decodeV2(buf []byte) error {
 			var p []byte
 			p, n, err = consumeBytes(msg+" symbols", typ, num, buf)
 			if err == nil {
-				b.symbols = append(b.symbols, unsafeString(p))
+				b.symbols = append(b.symbols, b.ref(p))
 			}
 		case 5: // timeseries
 			var p []byte
@@ -304,7 +309,7 @@ func (b *Batch) decodeSeriesV1(buf []byte) error {
 		switch num {
 		case 1:
 			if p, n, err = consumeBytes(msg+" label", typ, num, buf); err == nil {
-				b.pairs, err = appendLabelV1(b.pairs, p)
+				b.pairs, err = b.appendLabelV1(b.pairs, p)
 			}
 		case 2:
 			if p, n, err = consumeBytes(msg+" sample", typ, num, buf); err == nil {
@@ -334,7 +339,7 @@ func (b *Batch) decodeSeriesV1(buf []byte) error {
 	return nil
 }
 
-func appendLabelV1(dst []pair, buf []byte) ([]pair, error) {
+func (b *Batch) appendLabelV1(dst []pair, buf []byte) ([]pair, error) {
 	const msg = "label"
 	var l pair
 	for len(buf) > 0 {
@@ -347,11 +352,11 @@ func appendLabelV1(dst []pair, buf []byte) ([]pair, error) {
 		switch num {
 		case 1:
 			if p, n, err = consumeBytes(msg+" name", typ, num, buf); err == nil {
-				l.name = unsafeString(p)
+				l.name = b.ref(p)
 			}
 		case 2:
 			if p, n, err = consumeBytes(msg+" value", typ, num, buf); err == nil {
-				l.value = unsafeString(p)
+				l.value = b.ref(p)
 			}
 		default:
 			n, err = skipField(msg, num, typ, buf)
@@ -378,7 +383,7 @@ func (b *Batch) decodeExemplarV1(buf []byte) error {
 		switch num {
 		case 1:
 			if p, n, err = consumeBytes(msg+" label", typ, num, buf); err == nil {
-				b.exPairs, err = appendLabelV1(b.exPairs, p)
+				b.exPairs, err = b.appendLabelV1(b.exPairs, p)
 			}
 		case 2:
 			e.v, n, err = consumeDouble(msg, typ, num, buf)

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package ingest
+
+import "time"
+
+// processCPU is unavailable here; benchmarks then skip the cpu-ns metric.
+func processCPU() time.Duration { return 0 }

@@ -1,8 +1,9 @@
 // Package ingest decodes and validates pushed telemetry and appends it to
-// storage. It owns the wire formats of the push protocols (today: Prometheus
-// remote write 1.0 and 2.0) and knows nothing of HTTP: it is given request
-// bytes and a storage.AppenderV2, and returns counts and typed errors that
-// package api maps to status codes.
+// storage. This package holds the Prometheus remote write 1.0 and 2.0
+// decoder; ingest/otlp holds OTLP metrics ingest and ingest/workload the
+// canonical workload-context labels. None of them knows HTTP: they are given
+// request bytes and a storage.AppenderV2, and return counts and typed errors
+// that package api maps to status codes (see docs/remote-write.md).
 //
 // # Remote write
 //

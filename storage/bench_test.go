@@ -140,6 +140,9 @@ func BenchmarkAppendExisting(b *testing.B) {
 				}
 			})
 			cpuUsed, sys := cpu()
+			if w, ok := db.(*DB); ok {
+				b.ReportMetric(float64(b.N)/float64(w.Stats().WALFsyncs), "commits/fsync")
+			}
 			b.ReportMetric(float64(b.N*benchBatchSeries)/b.Elapsed().Seconds(), "samples/s")
 			b.ReportMetric(float64(b.N*benchBatchSeries)/cpuUsed.Seconds(), "samples/cpu-s")
 			b.ReportMetric(100*sys.Seconds()/cpuUsed.Seconds(), "%sys")

@@ -1,0 +1,110 @@
+package logstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/query/logql"
+)
+
+func TestChunkRoundTrip(t *testing.T) {
+	cases := map[string][]logql.Entry{
+		"one":   {ent(5, "x")},
+		"empty": {ent(-3, ""), ent(-3, "", "k", "")},
+		"mixed": {ent(1, "level=info a"), ent(1, "ünïcode ✓", "trace_id", "0af7651916cd43dd8448eb211c80319c", "span_id", "b7ad6b7169203331"), ent(1e18, strings.Repeat("long ", 1000))},
+	}
+	for name, es := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := appendChunk(nil, es)
+			m, err := decodeChunkMeta(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.n != len(es) || m.minT != es[0].Timestamp || m.maxT != es[len(es)-1].Timestamp {
+				t.Fatalf("meta %+v", m)
+			}
+			got, err := decodeChunkEntries(nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range es {
+				if got[i].Timestamp != es[i].Timestamp || got[i].Line != es[i].Line || !labels.Equal(got[i].Metadata, es[i].Metadata) {
+					t.Fatalf("entry %d: %+v, want %+v", i, got[i], es[i])
+				}
+			}
+		})
+	}
+}
+
+// The token filter never rules out a chunk holding a line that contains the
+// needle: every substring of every line, and every metadata pair, passes.
+func TestFilterSound(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"error", "GPU", "x", "ab", "timeout", "0af7651916cd43dd8448eb211c80319c", "rank=3", "ü✓", "a-b_c", "  ", "{\"level\":\"warn\"}"}
+	var es []logql.Entry
+	for i := range 200 {
+		var sb strings.Builder
+		for range 1 + r.IntN(8) {
+			sb.WriteString(words[r.IntN(len(words))])
+			sb.WriteByte(" =:/,"[r.IntN(5)])
+		}
+		es = append(es, ent(int64(i), sb.String(), "trace_id", fmt.Sprintf("%016x", r.Uint64())))
+	}
+	m, err := decodeChunkMeta(appendChunk(nil, es))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		for i := 0; i < len(e.Line); i++ {
+			for j := i + 1; j <= len(e.Line); j++ {
+				if !m.filter.mayContain(e.Line[i:j]) {
+					t.Fatalf("filter rules out %q, a substring of %q", e.Line[i:j], e.Line)
+				}
+			}
+		}
+		if !m.filter.mayHaveMeta("trace_id", e.Metadata.Get("trace_id")) {
+			t.Fatalf("filter rules out metadata %s", e.Metadata)
+		}
+	}
+	// And it rules out most needles that are not there.
+	out := 0
+	for i := range 1000 {
+		if !m.filter.mayContain(fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15)) {
+			out++
+		}
+	}
+	if out < 990 {
+		t.Fatalf("filter ruled out only %d of 1000 absent IDs (fill %.2f)", out, m.filter.fillRatio())
+	}
+}
+
+func FuzzDecodeChunk(f *testing.F) {
+	f.Add(appendChunk(nil, []logql.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")}))
+	f.Add([]byte{chunkVersion, 1, 2, 2, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeChunkMeta(b)
+		if err != nil {
+			return
+		}
+		m.filter.mayContain("abcdef gh")
+		decodeChunkEntries(nil, m)
+	})
+}
+
+func FuzzDecodeEntries(f *testing.F) {
+	f.Add(appendEntries(nil, []logql.Entry{ent(1, "a", "k", "v")}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := decodeEntries(nil, b)
+		if err != nil {
+			return
+		}
+		// Every decoded entry took at least three bytes of input.
+		if 3*len(es) > len(b) {
+			t.Fatalf("%d entries from %d bytes", len(es), len(b))
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package logstore
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configure a Store. The zero value of a field means its default.
+type Options struct {
+	// PartitionDuration is the time partition of chunks and the unit of
+	// retention. Default 24h (as the index's partitions).
+	PartitionDuration time.Duration
+	// Retention drops partitions that end before now - Retention. Default
+	// 30 days; negative keeps everything.
+	Retention time.Duration
+	// SealEntries seals a stream's head when it holds this many entries.
+	// Default 4096: enough lines for zstd to find repetition, small enough
+	// that a chunk's token filter stays selective.
+	SealEntries int
+	// SealBytes seals a stream's head when its lines and metadata reach this
+	// size. Default 1 MiB.
+	SealBytes int
+	// SealAge seals a head whose oldest unsealed push is older than this.
+	// Default 10 minutes.
+	SealAge time.Duration
+	// MaintenanceInterval is how often the background loop seals old heads
+	// and applies retention. Default 1 minute; negative starts no goroutine
+	// (callers then use Seal and DropBefore).
+	MaintenanceInterval time.Duration
+	// Logger receives maintenance errors; nil is a no-op logger.
+	Logger *slog.Logger
+	// Now returns the current time; nil is time.Now. For tests.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the defaults documented on Options.
+func DefaultOptions() Options {
+	return Options{
+		PartitionDuration:   24 * time.Hour,
+		Retention:           30 * 24 * time.Hour,
+		SealEntries:         4096,
+		SealBytes:           1 << 20,
+		SealAge:             10 * time.Minute,
+		MaintenanceInterval: time.Minute,
+	}
+}
+
+func (o Options) withDefaults() (Options, error) {
+	d := DefaultOptions()
+	if o.PartitionDuration == 0 {
+		o.PartitionDuration = d.PartitionDuration
+	}
+	if o.PartitionDuration < time.Minute {
+		return o, fmt.Errorf("partition duration %v below one minute", o.PartitionDuration)
+	}
+	if o.Retention == 0 {
+		o.Retention = d.Retention
+	}
+	if o.SealEntries <= 0 {
+		o.SealEntries = d.SealEntries
+	}
+	if o.SealBytes <= 0 {
+		o.SealBytes = d.SealBytes
+	}
+	if o.SealAge <= 0 {
+		o.SealAge = d.SealAge
+	}
+	if o.MaintenanceInterval == 0 {
+		o.MaintenanceInterval = d.MaintenanceInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}

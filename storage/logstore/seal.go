@@ -1,0 +1,148 @@
+package logstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weftdb/weft/query/logql"
+)
+
+// Seal seals heads into chunks: every non-empty head if all is true (tests,
+// shutdown), else those that are full or older than Options.SealAge. Safe
+// for concurrent use with every method.
+func (s *Store) Seal(ctx context.Context, all bool) error {
+	s.mu.RLock()
+	sts := make([]*stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		sts = append(sts, st)
+	}
+	s.mu.RUnlock()
+	now := s.opts.Now()
+	var errs []error
+	for _, st := range sts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st.mu.Lock()
+		due := len(st.entries) > 0 && (all || now.Sub(st.oldest) >= s.opts.SealAge ||
+			len(st.entries) >= s.opts.SealEntries || st.bytes >= s.opts.SealBytes)
+		st.mu.Unlock()
+		if due {
+			if err := s.sealStream(st); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("seal: %w (and %d more)", errs[0], len(errs)-1)
+	}
+	return nil
+}
+
+// sealStream writes st's head as chunks and deletes its recent records in
+// one batch, then trims the head. One seal per stream at a time.
+func (s *Store) sealStream(st *stream) error {
+	st.mu.Lock()
+	for st.sealing {
+		st.sealCond.Wait()
+	}
+	n, nseq := len(st.entries), len(st.seqs)
+	if n == 0 {
+		st.mu.Unlock()
+		return nil
+	}
+	es := slices.Clone(st.entries[:n])
+	seqs := slices.Clone(st.seqs[:nseq])
+	st.sealing = true
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		st.sealing = false
+		st.sealCond.Broadcast()
+		st.mu.Unlock()
+	}()
+
+	slices.SortStableFunc(es, func(a, b logql.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+	b := s.db.NewBatch()
+	defer b.Close()
+	for len(es) > 0 {
+		part := s.partOf(es[0].Timestamp)
+		end := 1
+		for end < len(es) && end < s.opts.SealEntries && s.partOf(es[end].Timestamp) == part {
+			end++
+		}
+		seq := s.seq.Add(1)
+		if err := b.Set(chunkKey(part, st.id, es[0].Timestamp, seq), appendChunk(nil, es[:end]), nil); err != nil {
+			return fmt.Errorf("seal stream %d: %w", st.id, err)
+		}
+		es = es[end:]
+	}
+	if err := b.Set(seqKey(), binary.BigEndian.AppendUint64(nil, s.seq.Load()), nil); err != nil {
+		return fmt.Errorf("seal stream %d: %w", st.id, err)
+	}
+	for _, q := range seqs {
+		if err := b.Delete(recentKey(st.id, q), nil); err != nil {
+			return fmt.Errorf("seal stream %d: %w", st.id, err)
+		}
+	}
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
+	// NoSync: losing this batch in a crash loses nothing (the recent records
+	// stay); a later synced push makes it durable with the WAL before it.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("seal stream %d: commit: %w", st.id, err)
+	}
+	st.mu.Lock()
+	st.entries = slices.Clone(st.entries[n:])
+	st.seqs = slices.Clone(st.seqs[nseq:])
+	st.bytes = 0
+	for _, e := range st.entries {
+		st.bytes += entrySize(e)
+	}
+	if len(st.entries) == 0 {
+		st.oldest = time.Time{}
+	} else {
+		st.oldest = s.opts.Now()
+	}
+	st.mu.Unlock()
+	return nil
+}
+
+// DropBefore deletes every partition that ends at or before t (unix ns):
+// chunks and membership records, by range. Heads are left alone; their old
+// entries are dropped by a later call after they are sealed.
+func (s *Store) DropBefore(ctx context.Context, t int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cut := s.partOf(t) // partitions < cut end at or before t's partition start
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, tag := range []byte{tagChunk, tagPart} {
+		lo, _ := tagBound(tag)
+		if err := b.DeleteRange(lo, partBound(tag, cut), nil); err != nil {
+			return fmt.Errorf("drop partitions: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("drop partitions: commit: %w", err)
+	}
+	s.mu.Lock()
+	for m := range s.parts {
+		if m.part < cut {
+			delete(s.parts, m)
+		}
+	}
+	for _, st := range s.streams {
+		i, _ := slices.BinarySearch(st.parts, cut)
+		st.parts = slices.Clone(st.parts[i:])
+	}
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,250 @@
+package logstore
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/query/logql"
+)
+
+var _ logql.Source = (*Store)(nil)
+
+// Select implements logql.Source: the entries in [p.Start, p.End) of the
+// log streams matching p.Matchers, stream after stream (ascending stream
+// ID), each stream's entries in ascending timestamp order (entries with
+// equal timestamps in the order they were pushed within a chunk or head).
+// Chunks whose token filter rules out a LineContains filter are not read.
+// The iterator reads a consistent snapshot taken now. Safe for concurrent
+// use.
+func (s *Store) Select(ctx context.Context, p logql.SelectParams) (logql.EntryIterator, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if p.End <= p.Start {
+		return &iterator{}, nil
+	}
+	ids, err := s.ix.Postings(ctx, index.KindLog, nsToMs(p.Start), nsToMs(p.End-1), p.Matchers...)
+	if err != nil {
+		return nil, fmt.Errorf("select logs: %w", err)
+	}
+	it := &iterator{ctx: ctx, s: s, p: p}
+	firstPart, lastPart := s.partOf(p.Start), s.partOf(p.End-1)
+	s.sealMu.RLock()
+	s.mu.RLock()
+	for _, id := range ids.ToArray() {
+		st := s.streams[index.ID(id)]
+		if st == nil {
+			continue
+		}
+		sel := selStream{st: st}
+		for _, part := range st.parts {
+			if part >= firstPart && part <= lastPart {
+				sel.parts = append(sel.parts, part)
+			}
+		}
+		st.mu.Lock()
+		for _, e := range st.entries {
+			if e.Timestamp >= p.Start && e.Timestamp < p.End {
+				sel.head = append(sel.head, e)
+			}
+		}
+		st.mu.Unlock()
+		slices.SortStableFunc(sel.head, func(a, b logql.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		it.streams = append(it.streams, sel)
+	}
+	s.mu.RUnlock()
+	it.snap = s.db.NewSnapshot()
+	s.sealMu.RUnlock()
+	return it, nil
+}
+
+// selStream is one selected stream: its head entries in range (sorted) and
+// the partitions to read chunks from.
+type selStream struct {
+	st    *stream
+	head  []logql.Entry
+	parts []int64
+}
+
+// iterator implements logql.EntryIterator over a Pebble snapshot.
+type iterator struct {
+	ctx     context.Context
+	s       *Store
+	p       logql.SelectParams
+	snap    *pebble.Snapshot
+	streams []selStream
+	next    int // index of the next stream in streams
+
+	cur   labels.Labels
+	merge mergeHeap
+	at    logql.Entry
+	err   error
+	steps int
+
+	// ChunksRead and ChunksSkipped count chunks decoded and chunks ruled out
+	// by their token filter (for tests and stats).
+	chunksRead, chunksSkipped int
+}
+
+func (it *iterator) Next() bool {
+	if it.err != nil || it.snap == nil {
+		return false
+	}
+	for {
+		if it.steps++; it.steps%1024 == 0 {
+			if err := it.ctx.Err(); err != nil {
+				it.err = err
+				return false
+			}
+		}
+		if len(it.merge) == 0 {
+			if it.next >= len(it.streams) {
+				return false
+			}
+			if err := it.openStream(it.streams[it.next]); err != nil {
+				it.err = err
+				return false
+			}
+			it.next++
+			continue
+		}
+		top := it.merge[0]
+		if top.pending != nil {
+			es, err := it.readChunk(top.pending)
+			if err != nil {
+				it.err = err
+				return false
+			}
+			top.pending, top.entries = nil, es
+			if len(es) == 0 {
+				heap.Pop(&it.merge)
+				continue
+			}
+			top.key = es[0].Timestamp
+			heap.Fix(&it.merge, 0)
+			continue
+		}
+		e := top.entries[0]
+		top.entries = top.entries[1:]
+		if len(top.entries) == 0 {
+			heap.Pop(&it.merge)
+		} else {
+			top.key = top.entries[0].Timestamp
+			heap.Fix(&it.merge, 0)
+		}
+		if e.Timestamp < it.p.Start || e.Timestamp >= it.p.End {
+			continue
+		}
+		it.at = e
+		return true
+	}
+}
+
+// openStream fills the merge heap with the stream's head and the chunks
+// that may match.
+func (it *iterator) openStream(sel selStream) error {
+	it.cur = sel.st.ls
+	it.merge = it.merge[:0]
+	if len(sel.head) > 0 {
+		it.merge = append(it.merge, &cursor{key: sel.head[0].Timestamp, entries: sel.head})
+	}
+	for _, part := range sel.parts {
+		lo := chunkPrefix(part, sel.st.id)
+		hi := chunkKey(part, sel.st.id, it.p.End, 0) // chunks starting at or after End cannot match
+		iter, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return fmt.Errorf("select logs: %w", err)
+		}
+		for iter.First(); iter.Valid(); iter.Next() {
+			v, err := iter.ValueAndErr()
+			if err != nil {
+				iter.Close()
+				return fmt.Errorf("select logs: read chunk: %w", err)
+			}
+			m, err := decodeChunkMeta(v)
+			if err != nil {
+				iter.Close()
+				return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
+			}
+			if m.maxT < it.p.Start {
+				continue
+			}
+			if !m.mayMatch(it.p.LineFilters) {
+				it.chunksSkipped++
+				continue
+			}
+			it.merge = append(it.merge, &cursor{key: m.minT, pending: slices.Clone(iter.Key())})
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("select logs: %w", err)
+		}
+	}
+	heap.Init(&it.merge)
+	return nil
+}
+
+func (it *iterator) readChunk(key []byte) ([]logql.Entry, error) {
+	v, closer, err := it.snap.Get(key)
+	if err != nil {
+		return nil, fmt.Errorf("select logs: read chunk: %w", err)
+	}
+	defer closer.Close()
+	m, err := decodeChunkMeta(v)
+	if err != nil {
+		return nil, fmt.Errorf("select logs: chunk %x: %w", key, err)
+	}
+	it.chunksRead++
+	es, err := decodeChunkEntries(nil, m)
+	if err != nil {
+		return nil, fmt.Errorf("select logs: chunk of stream %d: %w", binary.BigEndian.Uint64(key[10:]), err)
+	}
+	return es, nil
+}
+
+func (it *iterator) At() (labels.Labels, logql.Entry) { return it.cur, it.at }
+func (it *iterator) Err() error                       { return it.err }
+
+func (it *iterator) Close() error {
+	if it.snap == nil {
+		return nil
+	}
+	err := it.snap.Close()
+	it.snap = nil
+	return err
+}
+
+// cursor is a sorted run of entries, or a chunk not read yet (pending)
+// keyed by its minimum time.
+type cursor struct {
+	key     int64
+	entries []logql.Entry
+	pending []byte
+}
+
+type mergeHeap []*cursor
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if h[i].key != h[j].key {
+		return h[i].key < h[j].key
+	}
+	// A pending chunk must be opened before entries of its start time are
+	// emitted from other cursors, so that ties keep a stable order.
+	return h[i].pending != nil && h[j].pending == nil
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*cursor)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,395 @@
+package logstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/query/logql"
+)
+
+// Errors of the write path, in one block.
+var (
+	// ErrEmptyLabels: a pushed stream has no labels.
+	ErrEmptyLabels = errors.New("stream has no labels")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("log store closed")
+)
+
+// PushStream is one stream of a push: its labels (sorted, as labels.Labels
+// guarantees) and entries in any order.
+type PushStream struct {
+	Labels  labels.Labels
+	Entries []logql.Entry
+}
+
+// Store is the log store. See the package documentation.
+type Store struct {
+	db     *pebble.DB
+	ix     *index.Index
+	opts   Options
+	log    *slog.Logger
+	partNs int64
+
+	seq atomic.Uint64 // last sequence number handed out (recent records, chunks)
+
+	mu      sync.RWMutex
+	streams map[index.ID]*stream
+	parts   map[partMember]struct{} // P records written
+
+	// sealMu is held exclusively while a seal commits its chunks and trims
+	// the head, and shared while a query snapshots heads and Pebble, so a
+	// query sees every entry exactly once.
+	sealMu sync.RWMutex
+
+	closed   atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+type partMember struct {
+	part int64
+	id   index.ID
+}
+
+// stream is the in-memory head of one log stream: the entries of its recent
+// records, in push order.
+type stream struct {
+	id index.ID
+	ls labels.Labels
+
+	parts []int64 // sorted partitions with P records; guarded by Store.mu
+
+	mu       sync.Mutex
+	entries  []logql.Entry
+	seqs     []uint64 // recent records holding entries
+	bytes    int
+	oldest   time.Time // arrival of the oldest unsealed push (zero: empty)
+	sealing  bool
+	sealCond *sync.Cond
+}
+
+func newStream(id index.ID, ls labels.Labels) *stream {
+	s := &stream{id: id, ls: ls}
+	s.sealCond = sync.NewCond(&s.mu)
+	return s
+}
+
+// Open opens the log store kept in db (the database of storage.DB, opened
+// with index.Merger()) with ix, the index over the same database. It
+// restores the log streams and their partition memberships into ix and
+// rebuilds the heads from the recent records. Call it after storage.Open and
+// before any write. The caller keeps ownership of db and ix.
+func Open(ctx context.Context, db *pebble.DB, ix *index.Index, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open log store: %w", err)
+	}
+	s := &Store{
+		db:      db,
+		ix:      ix,
+		opts:    opts,
+		log:     opts.Logger,
+		partNs:  opts.PartitionDuration.Nanoseconds(),
+		streams: map[index.ID]*stream{},
+		parts:   map[partMember]struct{}{},
+		stop:    make(chan struct{}),
+	}
+	if err := s.load(ctx); err != nil {
+		return nil, fmt.Errorf("open log store: %w", err)
+	}
+	if opts.MaintenanceInterval > 0 {
+		s.wg.Add(1)
+		go s.maintenanceLoop()
+	}
+	return s, nil
+}
+
+func (s *Store) partOf(tNs int64) int64 {
+	p := tNs / s.partNs
+	if tNs < 0 && tNs%s.partNs != 0 {
+		p--
+	}
+	return p
+}
+
+func nsToMs(t int64) int64 {
+	ms := t / 1e6
+	if t < 0 && t%1e6 != 0 {
+		ms--
+	}
+	return ms
+}
+
+// load restores streams, memberships, heads and the sequence counter.
+func (s *Store) load(ctx context.Context) error {
+	// Memberships first: a stream is restored into its newest partition.
+	newest := map[index.ID]int64{}
+	lo, hi := tagBound(tagPart)
+	if err := s.scan(lo, hi, func(k, _ []byte) error {
+		if len(k) != 18 {
+			return fmt.Errorf("membership key: %w", ErrCorrupt)
+		}
+		p := unflip(binary.BigEndian.Uint64(k[2:]))
+		id := index.ID(binary.BigEndian.Uint64(k[10:]))
+		s.parts[partMember{p, id}] = struct{}{}
+		if q, ok := newest[id]; !ok || p > q {
+			newest[id] = p
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	b := labels.NewScratchBuilder(8)
+	lo, hi = tagBound(tagStream)
+	if err := s.scan(lo, hi, func(k, v []byte) error {
+		if len(k) != 10 {
+			return fmt.Errorf("stream key: %w", ErrCorrupt)
+		}
+		id := index.ID(binary.BigEndian.Uint64(k[2:]))
+		ls, rest, err := decodeLabels(&b, v)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("stream %d labels: %w", id, ErrCorrupt)
+		}
+		if err := s.ix.Restore(index.KindLog, id, ls, newest[id]*s.partNs/1e6); err != nil {
+			return fmt.Errorf("restore stream %d: %w", id, err)
+		}
+		s.streams[id] = newStream(id, ls)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for m := range s.parts {
+		s.ix.Touch(m.id, m.part*s.partNs/1e6)
+		if st := s.streams[m.id]; st != nil {
+			st.addPart(m.part)
+		}
+	}
+	if v, closer, err := s.db.Get(seqKey()); err == nil {
+		if len(v) == 8 {
+			s.seq.Store(binary.BigEndian.Uint64(v))
+		}
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("read sequence: %w", err)
+	}
+	lo, hi = tagBound(tagRecent)
+	now := s.opts.Now()
+	n := 0
+	if err := s.scan(lo, hi, func(k, v []byte) error {
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if len(k) != 18 {
+			return fmt.Errorf("recent key: %w", ErrCorrupt)
+		}
+		id := index.ID(binary.BigEndian.Uint64(k[2:]))
+		seq := binary.BigEndian.Uint64(k[10:])
+		st := s.streams[id]
+		if st == nil {
+			return fmt.Errorf("recent record of unknown stream %d: %w", id, ErrCorrupt)
+		}
+		es, err := decodeEntries(nil, v)
+		if err != nil {
+			return fmt.Errorf("recent record %d/%d: %w", id, seq, err)
+		}
+		st.appendLocked(es, seq, now)
+		if seq > s.seq.Load() {
+			s.seq.Store(seq)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) scan(lo, hi []byte, f func(k, v []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("scan: %w", err)
+		}
+		if err := f(it.Key(), v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// addPart records that the stream has data in part; Store.mu held.
+func (st *stream) addPart(part int64) {
+	if i, ok := slices.BinarySearch(st.parts, part); !ok {
+		st.parts = slices.Insert(st.parts, i, part)
+	}
+}
+
+// appendLocked adds the entries of one recent record; s.mu held (or the
+// stream not yet shared).
+func (st *stream) appendLocked(es []logql.Entry, seq uint64, now time.Time) {
+	if len(st.entries) == 0 {
+		st.oldest = now
+	}
+	st.entries = append(st.entries, es...)
+	st.seqs = append(st.seqs, seq)
+	for _, e := range es {
+		st.bytes += entrySize(e)
+	}
+}
+
+// Push stores the streams durably: when it returns nil, every entry
+// survives a crash. Streams with no entries are ignored. Safe for
+// concurrent use; concurrent pushes share fsyncs.
+func (s *Store) Push(ctx context.Context, streams []PushStream) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	type pending struct {
+		st      *stream
+		seq     uint64
+		entries []logql.Entry
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var todo []pending
+	var newParts []partMember
+	var newStreams []*stream
+	for _, ps := range streams {
+		if len(ps.Entries) == 0 {
+			continue
+		}
+		if ps.Labels.IsEmpty() {
+			return ErrEmptyLabels
+		}
+		id, _, err := s.ix.GetOrCreate(index.KindLog, ps.Labels, nsToMs(ps.Entries[0].Timestamp))
+		if err != nil {
+			return fmt.Errorf("push: %w", err)
+		}
+		s.mu.RLock()
+		st := s.streams[id]
+		s.mu.RUnlock()
+		if st == nil {
+			st = newStream(id, ps.Labels.Copy())
+			newStreams = append(newStreams, st)
+			if err := b.Set(streamKey(id), appendLabels(nil, ps.Labels), nil); err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+		}
+		for _, e := range ps.Entries {
+			m := partMember{s.partOf(e.Timestamp), id}
+			s.mu.RLock()
+			_, ok := s.parts[m]
+			s.mu.RUnlock()
+			if ok || slices.Contains(newParts, m) {
+				continue
+			}
+			newParts = append(newParts, m)
+			if err := b.Set(partKey(m.part, id), nil, nil); err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+		}
+		seq := s.seq.Add(1)
+		if err := b.Set(recentKey(id, seq), appendEntries(nil, ps.Entries), nil); err != nil {
+			return fmt.Errorf("push: %w", err)
+		}
+		todo = append(todo, pending{st, seq, ps.Entries})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("push: commit: %w", err)
+	}
+	s.mu.Lock()
+	for _, st := range newStreams {
+		if _, ok := s.streams[st.id]; !ok {
+			s.streams[st.id] = st
+		}
+	}
+	for _, m := range newParts {
+		s.parts[m] = struct{}{}
+		s.streams[m.id].addPart(m.part)
+	}
+	for i := range todo {
+		todo[i].st = s.streams[todo[i].st.id] // a concurrent push may have registered it first
+	}
+	s.mu.Unlock()
+	now := s.opts.Now()
+	for _, p := range todo {
+		for _, e := range p.entries {
+			s.ix.Touch(p.st.id, nsToMs(e.Timestamp))
+		}
+		p.st.mu.Lock()
+		p.st.appendLocked(p.entries, p.seq, now)
+		full := len(p.st.entries) >= s.opts.SealEntries || p.st.bytes >= s.opts.SealBytes
+		p.st.mu.Unlock()
+		if full {
+			if err := s.sealStream(p.st); err != nil {
+				// The entries are durable; sealing is retried by maintenance.
+				s.log.Error("log_seal_failed", "stream", uint64(p.st.id), "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Close stops the maintenance goroutine. The heads need no flushing (they
+// are in the recent records). Idempotent; the database stays open.
+func (s *Store) Close() error {
+	s.stopOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+	})
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Store) maintenanceLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.MaintenanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := s.Seal(ctx, false); err != nil && ctx.Err() == nil {
+			s.log.Error("log_seal_failed", "err", err)
+		}
+		if s.opts.Retention > 0 {
+			if err := s.DropBefore(ctx, s.opts.Now().Add(-s.opts.Retention).UnixNano()); err != nil && ctx.Err() == nil {
+				s.log.Error("log_retention_failed", "err", err)
+			}
+		}
+		cancel()
+	}
+}

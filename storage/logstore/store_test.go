@@ -1,0 +1,245 @@
+package logstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/query/logql"
+)
+
+const day = int64(24 * time.Hour)
+
+func TestPushSelect(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sealed=%v", sealed), func(t *testing.T) {
+			db := openTestDB(t, t.TempDir())
+			defer db.close(t)
+			s := openTestStore(t, db, testOptions())
+			a := labels.FromStrings("job", "train", "run_id", "r42")
+			b := labels.FromStrings("job", "eval", "run_id", "r43")
+			// Out of order inside one push and across pushes.
+			push(t, s, a, ent(30, "third"), ent(10, "first", "trace_id", "abc"))
+			push(t, s, a, ent(20, "second"))
+			push(t, s, b, ent(day+5, "next day"))
+			if sealed {
+				if err := s.Seal(context.Background(), true); err != nil {
+					t.Fatal(err)
+				}
+				push(t, s, a, ent(15, "late"))
+			}
+			got := selectAll(t, s, logql.SelectParams{Start: 0, End: 2 * day,
+				Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "run_id", "r42")}})
+			want := []string{"first", "second", "third"}
+			if sealed {
+				want = []string{"first", "late", "second", "third"}
+			}
+			var lines []string
+			for _, e := range got {
+				lines = append(lines, e.Line)
+				if e.stream != a.String() {
+					t.Fatalf("stream %s", e.stream)
+				}
+			}
+			if !slices.Equal(lines, want) {
+				t.Fatalf("lines %q, want %q", lines, want)
+			}
+			if got[0].Metadata.Get("trace_id") != "abc" {
+				t.Fatalf("metadata %s", got[0].Metadata)
+			}
+			// Time bounds: [Start, End).
+			got = selectAll(t, s, logql.SelectParams{Start: 15, End: 30})
+			lines = lines[:0]
+			for _, e := range got {
+				lines = append(lines, e.Line)
+			}
+			want = []string{"second"}
+			if sealed {
+				want = []string{"late", "second"}
+			}
+			if !slices.Equal(lines, want) {
+				t.Fatalf("[15,30): %q, want %q", lines, want)
+			}
+			got = selectAll(t, s, logql.SelectParams{Start: day, End: 2 * day})
+			if len(got) != 1 || got[0].Line != "next day" || got[0].stream != b.String() {
+				t.Fatalf("day 2: %+v", got)
+			}
+		})
+	}
+}
+
+// A log stream is a stream of KindLog in the shared index: label APIs over
+// KindAny see it beside metric series.
+func TestSharedIndex(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	s := openTestStore(t, db, testOptions())
+	if _, _, err := db.ix.GetOrCreate(index.KindMetric, labels.FromStrings("__name__", "gpu_util", "run_id", "r42"), 0); err != nil {
+		t.Fatal(err)
+	}
+	push(t, s, labels.FromStrings("run_id", "r42", "service_name", "trainer"), ent(int64(time.Millisecond), "hello"))
+	m := labels.MustNewMatcher(labels.MatchEqual, "run_id", "r42")
+	for kind, want := range map[index.Kind]uint64{index.KindAny: 2, index.KindLog: 1, index.KindMetric: 1} {
+		bm, err := db.ix.Postings(context.Background(), kind, 0, 10, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bm.GetCardinality() != want {
+			t.Fatalf("kind %v: %d streams, want %d", kind, bm.GetCardinality(), want)
+		}
+	}
+}
+
+// Reopening rebuilds heads from recent records and streams from stream
+// records, even when the index never persisted them.
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, dir)
+	o := testOptions()
+	o.SealEntries = 3
+	s, err := Open(context.Background(), db.db, db.ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := labels.FromStrings("app", "x")
+	var want []string
+	for i := range 10 {
+		line := fmt.Sprintf("line %d", i)
+		push(t, s, ls, ent(int64(i)*int64(time.Hour), line, "i", fmt.Sprint(i)))
+		want = append(want, line)
+	}
+	s.Close()
+	db.close(t) // the index was never persisted
+
+	db = openTestDB(t, dir)
+	defer db.close(t)
+	s = openTestStore(t, db, o)
+	got := selectAll(t, s, logql.SelectParams{Start: 0, End: 2 * day,
+		Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "x")}})
+	var lines []string
+	for _, e := range got {
+		lines = append(lines, e.Line)
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("after reopen %q, want %q", lines, want)
+	}
+	// Streams created after reopening get new IDs.
+	push(t, s, labels.FromStrings("app", "y"), ent(1, "y"))
+	if n := len(selectAll(t, s, all())); n != 11 {
+		t.Fatalf("%d entries, want 11", n)
+	}
+}
+
+func TestLineFilterSkipsChunks(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	o := testOptions()
+	o.SealEntries = 100
+	s := openTestStore(t, db, o)
+	ls := labels.FromStrings("app", "api")
+	const chunks = 20
+	for c := range chunks {
+		es := make([]logql.Entry, 100)
+		for i := range es {
+			es[i] = ent(int64(c*100+i), fmt.Sprintf("level=info msg=\"request done\" trace_id=%032x status=200", (c*100+i)*7919))
+		}
+		push(t, s, ls, es...)
+	}
+	needle := fmt.Sprintf("%032x", 1234*7919)
+	it, err := s.Select(context.Background(), logql.SelectParams{Start: 0, End: 1 << 40,
+		LineFilters: []logql.LineFilter{{Op: logql.LineContains, Value: needle}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for it.Next() {
+		_, e := it.At()
+		if e.Timestamp == 1234 {
+			found++
+		}
+	}
+	ii := it.(*iterator)
+	it.Close()
+	if found != 1 {
+		t.Fatalf("needle entry found %d times", found)
+	}
+	if ii.chunksRead > 2 || ii.chunksRead+ii.chunksSkipped != chunks {
+		t.Fatalf("read %d chunks, skipped %d, want ≤2 read of %d", ii.chunksRead, ii.chunksSkipped, chunks)
+	}
+}
+
+func TestRetention(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	s := openTestStore(t, db, testOptions())
+	ls := labels.FromStrings("app", "x")
+	for d := range int64(5) {
+		push(t, s, ls, ent(d*day+1, fmt.Sprintf("day %d", d)))
+	}
+	if err := s.Seal(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropBefore(context.Background(), 3*day+100); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range selectAll(t, s, all()) {
+		lines = append(lines, e.Line)
+	}
+	if want := []string{"day 3", "day 4"}; !slices.Equal(lines, want) {
+		t.Fatalf("after retention %q, want %q", lines, want)
+	}
+}
+
+func TestConcurrentPushSealSelect(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	o := testOptions()
+	o.SealEntries = 16
+	s := openTestStore(t, db, o)
+	const writers, perWriter = 4, 200
+	done := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			ls := labels.FromStrings("w", fmt.Sprint(w%2))
+			for i := range perWriter {
+				if err := s.Push(context.Background(), []PushStream{{Labels: ls, Entries: []logql.Entry{ent(int64(i), fmt.Sprintf("%d-%d", w, i))}}}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			seen := map[string]bool{}
+			for _, e := range selectAll(t, s, all()) {
+				if seen[e.Line] {
+					t.Errorf("duplicate %q", e.Line)
+				}
+				seen[e.Line] = true
+			}
+		}
+	}()
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if n := len(selectAll(t, s, all())); n != writers*perWriter {
+		t.Fatalf("%d entries, want %d", n, writers*perWriter)
+	}
+}

@@ -64,6 +64,10 @@ func TestReopenReplaysAndFlushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill(t, db, 10, 300, 0) // two sealed chunks + an open one per series
+	st := db.Stats()
+	if st.ActiveSeries != 10 || st.SeriesCreated != 10 || st.SamplesAppended != 3000 || st.HeadChunks != 10 || st.WALBytes == 0 || st.WALFsyncs == 0 {
+		t.Fatalf("stats after fill: %+v", st)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

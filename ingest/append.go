@@ -137,10 +137,11 @@ func (b *Batch) appendSeries(app storage.AppenderV2, exApp storage.ExemplarAppen
 			o.Exemplars, attached = exs, true
 		}
 		ref, err = app.Append(ref, ls, smp.st, smp.t, smp.v, nil, nil, o)
-		if err = b.appendErr(err, ls, smp.t, res, len(o.Exemplars)); err != nil {
+		written, err := b.appendErr(err, ls, smp.t, res, len(o.Exemplars))
+		if err != nil {
 			return err
 		}
-		if b.lastOK {
+		if written {
 			res.Samples++
 			appended = true
 		}
@@ -159,10 +160,11 @@ func (b *Batch) appendSeries(app storage.AppenderV2, exApp storage.ExemplarAppen
 			o.Exemplars, attached = exs, true
 		}
 		ref, err = app.Append(ref, ls, he.st, he.t, 0, he.h, he.fh, o)
-		if err = b.appendErr(err, ls, he.t, res, len(o.Exemplars)); err != nil {
+		written, err := b.appendErr(err, ls, he.t, res, len(o.Exemplars))
+		if err != nil {
 			return err
 		}
-		if b.lastOK {
+		if written {
 			res.Histograms++
 			appended = true
 		}
@@ -190,28 +192,25 @@ func (b *Batch) appendSeries(app storage.AppenderV2, exApp storage.ExemplarAppen
 	return nil
 }
 
-// appendErr classifies an Append error: client errors are recorded and
-// cleared, partial (exemplar) errors are recorded, the rest is returned.
-// b.lastOK tells whether the sample itself was written.
-func (b *Batch) appendErr(err error, ls labels.Labels, t int64, res *Result, inlineExemplars int) error {
-	b.lastOK = false
+// appendErr classifies an Append error and reports whether the sample was
+// written: client errors are recorded and cleared, partial (exemplar)
+// errors are recorded, anything else is returned (retryable).
+func (b *Batch) appendErr(err error, ls labels.Labels, t int64, res *Result, inlineExemplars int) (bool, error) {
 	if err == nil {
-		b.lastOK = true
 		res.Exemplars += inlineExemplars
-		return nil
+		return true, nil
 	}
 	if errors.Is(err, (*storage.AppendPartialError)(nil)) {
 		failed, _ := b.exemplarErr(err, ls, res)
-		b.lastOK = true
 		res.Exemplars += max(0, inlineExemplars-failed)
-		return nil
+		return true, nil
 	}
 	if reason, ok := clientReason(err); ok {
 		b.rejectSample(res, reason, ls, t, err)
 		res.Rejected[ReasonInvalidExemplar] += inlineExemplars
-		return nil
+		return false, nil
 	}
-	return err
+	return false, err
 }
 
 // exemplarErr handles an AppendPartialError: it returns how many exemplars

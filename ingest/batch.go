@@ -56,7 +56,6 @@ type Batch struct {
 	symClones []string // lazily cloned symbols for metadata, "" = not yet
 	symState  []uint8  // per symbol: 0 not checked, symValidUTF8, symInvalidUTF8
 	rej       rejections
-	lastOK    bool // whether the last Append wrote its sample (set by appendErr)
 }
 
 // Decode parses buf as a p message. On error (wrapping ErrMalformed) nothing

@@ -134,7 +134,20 @@ func Markdown(w *Workload, results []SystemResult, reference string) string {
 					b.WriteString(" – |")
 					continue
 				}
-				fmt.Fprintf(&b, " %.2f |", wv/pv)
+				bound := ""
+				if row.name == reportRows[0].name {
+					// Lower bounds make the ratio a bound too, or unknown.
+					switch wb, pb := results[weft].MaxIngestBound, r.MaxIngestBound; {
+					case wb && pb:
+						b.WriteString(" ? |")
+						continue
+					case wb:
+						bound = "≥"
+					case pb:
+						bound = "≤"
+					}
+				}
+				fmt.Fprintf(&b, " %s%.2f |", bound, wv/pv)
 			}
 		}
 		b.WriteString("\n")

@@ -29,7 +29,7 @@ func TestReport(t *testing.T) {
 	md := Markdown(w, results, ref)
 	for _, want := range []string{
 		"| metric | weft | prometheus | victoriametrics | weft/prometheus | weft/victoriametrics |",
-		"| max ingest (samples/s, RW1) | 200k | ≥100k | error | 2.00 | – |",
+		"| max ingest (samples/s, RW1) | 200k | ≥100k | error | ≤2.00 | – |",
 		"| RSS bytes / active series | 1000 | 4000 | error | 0.25 | – |",
 		"| disk bytes / sample | 1.50 | 1.50 | error | 1.00 | – |",
 		"| RW2 unpaced (samples/s) | – | – | error | – | – |",

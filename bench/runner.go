@@ -199,13 +199,15 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 		lg.Info("ingest", "protocol", seg.Protocol, "samples", seg.Samples)
 		c0 := cpu()
 		st := NewReplayer(client, u, seg, w.Opts.Workers).Run(ctx, Limits{})
-		res.CPUSecondsIngest += cpu() - c0
+		cpuSeg := cpu() - c0
 		pr := protoResult(seg.Protocol, st)
 		if err := p.Flush(ctx); err != nil {
 			return fail("flush", err)
 		}
+		// Samples (and the CPU spent on them) only count when stored.
 		if pr.Stored = verifySegment(ctx, qc, seg, w.Opts.ScrapeInterval, &pr); pr.Stored {
 			res.SamplesAccepted += st.AcceptedSamples
+			res.CPUSecondsIngest += cpuSeg
 		}
 		res.Protocols = append(res.Protocols, pr)
 	}

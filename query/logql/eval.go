@@ -1,0 +1,212 @@
+package logql
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// ctxCheckEvery is how many entries are read between context checks.
+const ctxCheckEvery = 1024
+
+// evaluator evaluates one query. Not safe for concurrent use.
+type evaluator struct {
+	src    Source
+	opts   *EngineOptions
+	params QueryParams
+	stats  Stats
+	steps  []int64
+}
+
+// ErrInstantLogQuery: a log (not metric) query was sent as an instant query.
+var ErrInstantLogQuery = fmt.Errorf("log queries are not supported as an instant query type, please change your query to a range query type")
+
+func (ev *evaluator) eval(ctx context.Context, expr Expr) (*Result, error) {
+	switch e := expr.(type) {
+	case *LogSelectorExpr:
+		if ev.params.Instant {
+			return nil, ErrInstantLogQuery
+		}
+		return ev.evalLogs(ctx, e)
+	case SampleExpr:
+		if err := ev.makeSteps(); err != nil {
+			return nil, err
+		}
+		v, err := ev.evalSample(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		return ev.toResult(e, v), nil
+	}
+	return nil, fmt.Errorf("BUG: unknown expression %T", expr)
+}
+
+func (ev *evaluator) makeSteps() error {
+	p := ev.params
+	if p.Instant {
+		ev.steps = []int64{p.End}
+		return nil
+	}
+	step := p.Step
+	if step <= 0 {
+		secs := math.Max(math.Floor(float64(p.End-p.Start)/1e9/250), 1)
+		step = time.Duration(secs) * time.Second
+	}
+	n := (p.End-p.Start)/int64(step) + 1
+	if n > 11000 {
+		return fmt.Errorf("%w: exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)", ErrInvalidParams)
+	}
+	for t := p.Start; t <= p.End; t += int64(step) {
+		ev.steps = append(ev.steps, t)
+	}
+	return nil
+}
+
+// value is the result of a metric sub-expression: one vector per step, or a
+// scalar per step.
+type value struct {
+	scalar bool
+	s      []float64  // per step when scalar
+	v      [][]Sample // per step otherwise
+}
+
+func (ev *evaluator) toResult(e SampleExpr, v *value) *Result {
+	if v.scalar {
+		if ev.params.Instant {
+			return &Result{Type: ValueTypeScalar, Scalar: &Point{T: ev.steps[0], V: v.s[0]}}
+		}
+		pts := make([]Point, len(ev.steps))
+		for i, t := range ev.steps {
+			pts[i] = Point{T: t, V: v.s[i]}
+		}
+		return &Result{Type: ValueTypeMatrix, Matrix: []Series{{Labels: labels.EmptyLabels(), Points: pts}}}
+	}
+	if ev.params.Instant {
+		vec := v.v[0]
+		if !preservesOrder(e) {
+			slices.SortFunc(vec, func(a, b Sample) int { return labels.Compare(a.Labels, b.Labels) })
+		}
+		if vec == nil {
+			vec = []Sample{}
+		}
+		return &Result{Type: ValueTypeVector, Vector: vec}
+	}
+	idx := map[string]int{}
+	var out []Series
+	for _, vec := range v.v {
+		for _, s := range vec {
+			k := s.Labels.String()
+			i, ok := idx[k]
+			if !ok {
+				i = len(out)
+				idx[k] = i
+				out = append(out, Series{Labels: s.Labels})
+			}
+			out[i].Points = append(out[i].Points, Point{T: s.T, V: s.V})
+		}
+	}
+	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
+	if out == nil {
+		out = []Series{}
+	}
+	return &Result{Type: ValueTypeMatrix, Matrix: out}
+}
+
+func preservesOrder(e SampleExpr) bool {
+	if a, ok := e.(*VectorAggExpr); ok {
+		return a.Op == "sort" || a.Op == "sort_desc"
+	}
+	return false
+}
+
+func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch e := e.(type) {
+	case *LiteralExpr:
+		s := make([]float64, len(ev.steps))
+		for i := range s {
+			s[i] = e.Val
+		}
+		return &value{scalar: true, s: s}, nil
+	case *VectorExpr:
+		v := make([][]Sample, len(ev.steps))
+		for i, t := range ev.steps {
+			v[i] = []Sample{{Labels: labels.EmptyLabels(), T: t, V: e.Val}}
+		}
+		return &value{v: v}, nil
+	case *RangeAggExpr:
+		return ev.evalRangeAgg(ctx, e)
+	case *VectorAggExpr:
+		in, err := ev.evalSample(ctx, e.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return ev.vectorAgg(e, in)
+	case *BinOpExpr:
+		l, err := ev.evalSample(ctx, e.LHS)
+		if err != nil {
+			return nil, err
+		}
+		r, err := ev.evalSample(ctx, e.RHS)
+		if err != nil {
+			return nil, err
+		}
+		return ev.binOp(e, l, r)
+	case *LabelReplaceExpr:
+		in, err := ev.evalSample(ctx, e.Left)
+		if err != nil {
+			return nil, err
+		}
+		if in.scalar {
+			return nil, fmt.Errorf("label_replace needs a vector")
+		}
+		for _, vec := range in.v {
+			for i := range vec {
+				vec[i].Labels = labelReplace(e, vec[i].Labels)
+			}
+		}
+		return in, nil
+	}
+	return nil, fmt.Errorf("BUG: unknown expression %T", e)
+}
+
+func labelReplace(e *LabelReplaceExpr, ls labels.Labels) labels.Labels {
+	src := ls.Get(e.Src)
+	m := e.re.FindStringSubmatchIndex(src)
+	if m == nil {
+		return ls
+	}
+	res := e.re.ExpandString(nil, e.Repl, src, m)
+	b := labels.NewBuilder(ls)
+	if len(res) == 0 {
+		b.Del(e.Dst)
+	} else {
+		b.Set(e.Dst, string(res))
+	}
+	return b.Labels()
+}
+
+// pipelineErr builds the error Loki returns when a metric query's series
+// carry __error__.
+func pipelineErr(ls labels.Labels) error {
+	return fmt.Errorf("%w: '%s' for series: '%s'.\nUse a label filter to intentionally skip this error. (e.g | __error__!=\"%s\").\nTo skip all potential errors you can match empty errors.(e.g __error__=\"\")\nThe label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
+		ErrPipeline, ls.Get(ErrorLabel), ls.String(), ls.Get(ErrorLabel))
+}
+
+func labelsKey(ls labels.Labels) string {
+	var b strings.Builder
+	ls.Range(func(l labels.Label) {
+		b.WriteString(l.Name)
+		b.WriteByte(0xff)
+		b.WriteString(l.Value)
+		b.WriteByte(0xfe)
+	})
+	return b.String()
+}

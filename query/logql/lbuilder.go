@@ -1,0 +1,192 @@
+package logql
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// Label categories, as Loki's categorize-labels response separates them.
+const (
+	catStream uint8 = iota
+	catMetadata
+	catParsed
+)
+
+// Names of the labels the pipeline sets on failures.
+const (
+	ErrorLabel        = "__error__"
+	ErrorDetailsLabel = "__error_details__"
+)
+
+// Values of ErrorLabel.
+const (
+	errJSON         = "JSONParserErr"
+	errLogfmt       = "LogfmtParserErr"
+	errSampleExtr   = "SampleExtractionErr"
+	errLabelFilter  = "LabelFilterErr"
+	errTemplate     = "TemplateFormatErr"
+	errUnpack       = "JSONParserErr"
+	extractedSuffix = "_extracted"
+)
+
+type lbl struct {
+	name, value string
+	cat         uint8
+}
+
+// lbuilder holds the labels of one entry while the pipeline runs. It is
+// reset per entry and reused, so that the common path does not allocate.
+type lbuilder struct {
+	ls      []lbl
+	stream  labels.Labels
+	changed bool // anything beyond the stream labels (metadata, parsed, deletions)
+	buf     []byte
+}
+
+func (b *lbuilder) reset(stream labels.Labels, md labels.Labels) {
+	b.ls = b.ls[:0]
+	b.stream = stream
+	stream.Range(func(l labels.Label) { b.ls = append(b.ls, lbl{l.Name, l.Value, catStream}) })
+	b.changed = false
+	md.Range(func(l labels.Label) {
+		b.set(l.Name, l.Value, catMetadata)
+	})
+}
+
+func (b *lbuilder) get(name string) (string, bool) {
+	for i := range b.ls {
+		if b.ls[i].name == name {
+			return b.ls[i].value, true
+		}
+	}
+	return "", false
+}
+
+// streamHas reports whether name is a stream label of the entry's stream.
+func (b *lbuilder) streamHas(name string) bool { return b.stream.Has(name) }
+
+func (b *lbuilder) set(name, value string, cat uint8) {
+	b.changed = true
+	for i := range b.ls {
+		if b.ls[i].name == name {
+			b.ls[i].value = value
+			if cat != catStream {
+				b.ls[i].cat = cat
+			}
+			return
+		}
+	}
+	b.ls = append(b.ls, lbl{name, value, cat})
+}
+
+// setParsed adds a parsed label, suffixing _extracted when it collides with
+// a stream label.
+func (b *lbuilder) setParsed(name, value string) {
+	if b.streamHas(name) {
+		name += extractedSuffix
+	}
+	b.set(name, value, catParsed)
+}
+
+func (b *lbuilder) del(name string) {
+	for i := range b.ls {
+		if b.ls[i].name == name {
+			b.ls = append(b.ls[:i], b.ls[i+1:]...)
+			b.changed = true
+			return
+		}
+	}
+}
+
+func (b *lbuilder) hasErr() bool {
+	_, ok := b.get(ErrorLabel)
+	return ok
+}
+
+func (b *lbuilder) setErr(kind, details string) {
+	if b.hasErr() {
+		return
+	}
+	b.set(ErrorLabel, kind, catParsed)
+	if details != "" {
+		b.set(ErrorDetailsLabel, details, catParsed)
+	}
+}
+
+func (b *lbuilder) sortLabels() {
+	slices.SortFunc(b.ls, func(x, y lbl) int { return strings.Compare(x.name, y.name) })
+}
+
+// labels returns all labels (any category) as a new sorted labels.Labels.
+func (b *lbuilder) labels() labels.Labels {
+	if !b.changed {
+		return b.stream
+	}
+	return b.category(255)
+}
+
+// category returns the labels of one category (255: all).
+func (b *lbuilder) category(cat uint8) labels.Labels {
+	b.sortLabels()
+	sb := labels.NewScratchBuilder(len(b.ls))
+	for _, l := range b.ls {
+		if cat == 255 || l.cat == cat {
+			sb.Add(l.name, l.value)
+		}
+	}
+	return sb.Labels()
+}
+
+// key writes a sorted identity of all labels except skip into b.buf.
+func (b *lbuilder) key(g *Grouping, skip string) []byte {
+	b.sortLabels()
+	b.buf = b.buf[:0]
+	for _, l := range b.ls {
+		if l.name == skip || !groupKeeps(g, l.name) {
+			continue
+		}
+		b.buf = append(b.buf, l.name...)
+		b.buf = append(b.buf, 0xff)
+		b.buf = append(b.buf, l.value...)
+		b.buf = append(b.buf, 0xfe)
+	}
+	return b.buf
+}
+
+// grouped returns the labels kept by g, without skip.
+func (b *lbuilder) grouped(g *Grouping, skip string) labels.Labels {
+	b.sortLabels()
+	sb := labels.NewScratchBuilder(len(b.ls))
+	for _, l := range b.ls {
+		if l.name == skip || !groupKeeps(g, l.name) {
+			continue
+		}
+		sb.Add(l.name, l.value)
+	}
+	return sb.Labels()
+}
+
+func groupKeeps(g *Grouping, name string) bool {
+	if g == nil {
+		return true
+	}
+	in := false
+	for _, n := range g.Labels {
+		if n == name {
+			in = true
+			break
+		}
+	}
+	return in != g.Without
+}
+
+// templateData returns the labels as a map for text/template.
+func (b *lbuilder) templateData() map[string]string {
+	m := make(map[string]string, len(b.ls))
+	for _, l := range b.ls {
+		m[l.name] = l.value
+	}
+	return m
+}

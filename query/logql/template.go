@@ -177,8 +177,11 @@ var tmplFuncs = template.FuncMap{
 		}
 		return strings.Repeat(s, n)
 	},
-	"count":  func(sub, s string) int { return strings.Count(s, sub) },
-	"indent": func(n int, s string) string { p := strings.Repeat(" ", clampN(n)); return p + strings.ReplaceAll(s, "\n", "\n"+p) },
+	"count": func(sub, s string) int { return strings.Count(s, sub) },
+	"indent": func(n int, s string) string {
+		p := strings.Repeat(" ", clampN(n))
+		return p + strings.ReplaceAll(s, "\n", "\n"+p)
+	},
 	"nindent": func(n int, s string) string {
 		p := strings.Repeat(" ", clampN(n))
 		return "\n" + p + strings.ReplaceAll(s, "\n", "\n"+p)

@@ -126,8 +126,11 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("head stats %+v", st.HeadStats)
 		}
 		// http_requests_total and request_duration_seconds_bucket tie at 4.
-		if len(st.SeriesCountByMetricName) != 2 || st.SeriesCountByMetricName[0].Value != 4 || st.SeriesCountByMetricName[1].Value != 4 ||
-			!strings.HasSuffix(st.SeriesCountByMetricName[0].Name+st.SeriesCountByMetricName[1].Name, "_total") && !strings.HasSuffix(st.SeriesCountByMetricName[0].Name+st.SeriesCountByMetricName[1].Name, "_bucket") {
+		top := map[string]uint64{}
+		for _, s := range st.SeriesCountByMetricName {
+			top[s.Name] = s.Value
+		}
+		if len(top) != 2 || top["http_requests_total"] != 4 || top["request_duration_seconds_bucket"] != 4 {
 			t.Errorf("by metric name %+v", st.SeriesCountByMetricName)
 		}
 		if len(st.SeriesCountByLabelValuePair) != 2 || len(st.LabelValueCountByLabelName) != 2 {
@@ -149,12 +152,28 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("limit 0: %s", data)
 		}
 	})
+	t.Run("config", func(t *testing.T) {
+		data, _ := get(t, "/api/v1/status/config", nil)
+		var c struct{ YAML string }
+		if err := json.Unmarshal(data, &c); err != nil || !strings.Contains(c.YAML, "scrape_interval") {
+			t.Errorf("config %s (%v)", data, err)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
+		// Runs after the subtests above, which made these requests.
 		code, body, _ := call(t, srv, "GET", "/metrics", nil)
 		if code != 200 {
-			t.Errorf("metrics: %d", code)
+			t.Fatalf("metrics: %d", code)
 		}
-		_ = body
+		for _, want := range []string{
+			`weft_http_requests_total{code="200",handler="/api/v1/label/:name/values"} 2`,
+			`weft_http_requests_total{code="200",handler="/api/v1/metadata"} 3`,
+			`weft_http_request_duration_seconds_count{handler="/api/v1/series"} 1`,
+		} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
 	})
 }
 

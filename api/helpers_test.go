@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -42,6 +43,8 @@ func newTestServer(tb testing.TB, edit func(*api.Options)) (*httptest.Server, *a
 	opts.Admin = db
 	opts.Cardinality = db
 	opts.EnableAdmin = true
+	reg := prometheus.NewRegistry()
+	opts.Registerer, opts.Gatherer = reg, reg
 	opts.BuildInfo = api.BuildInfo{Version: "0.1.0-test", Revision: "abc", Branch: "main", BuildUser: "test", BuildDate: "20261130"}
 	opts.Flags = map[string]string{"data-dir": "/tmp/x"}
 	if edit != nil {

@@ -15,6 +15,16 @@ type nameEntry struct {
 	// `name!=""` are this one bitmap, not a union over all values.
 	all    *roaring64.Bitmap
 	values map[uint32]*roaring64.Bitmap // value ref (in the name's dictionary) → streams
+
+	// Prefix matchers (`pod=~"train-.*"`) binary-search the values sorted
+	// by string instead of testing them all. New values go to recent
+	// (appended under the partition's write lock); a reader under the read
+	// lock merges recent into sorted when it has grown, so the write path
+	// never sorts. Both may hold refs of values since removed: readers check
+	// values.
+	recent []uint32
+	sortMu sync.Mutex
+	sorted []uint32 // guarded by sortMu; replaced, never modified in place
 }
 
 func newNameEntry() *nameEntry {
@@ -92,6 +102,7 @@ func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 		if bm == nil {
 			bm = roaring64.New()
 			ne.values[refs[i+1]] = bm
+			ne.recent = append(ne.recent, refs[i+1])
 		}
 		bm.Add(u)
 	}
@@ -279,6 +290,7 @@ func (ix *Index) readPartitionPostings(num int64) (nameTable, error) {
 		nameRef, valueRef := ix.syms.internPair(string(k.Name), string(k.Value))
 		ne := names.getOrCreate(k.Kind, nameRef)
 		ne.values[valueRef] = bm
+		ne.recent = append(ne.recent, valueRef)
 		ne.all.Or(bm)
 	}
 	if err := it.Error(); err != nil {

@@ -263,15 +263,89 @@ func (ix *Index) subtractNonMatching(res *roaring64.Bitmap, nameRef uint32, ne *
 	if m.Type == labels.MatchNotRegexp {
 		prefix = m.Prefix()
 	}
-	for ref, bm := range ne.values {
-		v, _ := ix.syms.value(nameRef, ref)
-		if prefix != "" && !strings.HasPrefix(v, prefix) {
-			continue
-		}
+	visit := func(_ uint32, v string, bm *roaring64.Bitmap) {
 		if !m.Matches(v) && intersects(bm, res) {
 			res.AndNot(bm)
 		}
 	}
+	if prefix != "" {
+		ix.prefixValues(nameRef, ne, prefix, visit)
+		return
+	}
+	for ref, bm := range ne.values {
+		v, _ := ix.syms.value(nameRef, ref)
+		visit(ref, v, bm)
+	}
+}
+
+// prefixValues calls f for every value of ne that starts with prefix. The
+// partition's read lock must be held.
+func (ix *Index) prefixValues(nameRef uint32, ne *nameEntry, prefix string, f func(ref uint32, v string, bm *roaring64.Bitmap)) {
+	val := func(ref uint32) string { v, _ := ix.syms.value(nameRef, ref); return v }
+	ne.sortMu.Lock()
+	if len(ne.recent) > 0 && len(ne.recent) >= len(ne.sorted)/sortedMergeRatio {
+		ne.sorted = mergeSorted(ne.sorted, ne.recent, val, ne.values)
+		ne.recent = ne.recent[:0]
+	}
+	sorted, recent := ne.sorted, ne.recent
+	ne.sortMu.Unlock()
+
+	i, _ := slices.BinarySearchFunc(sorted, prefix, func(ref uint32, p string) int { return strings.Compare(val(ref), p) })
+	for ; i < len(sorted); i++ {
+		v := val(sorted[i])
+		if !strings.HasPrefix(v, prefix) {
+			break
+		}
+		if bm := ne.values[sorted[i]]; bm != nil {
+			f(sorted[i], v, bm)
+		}
+	}
+	for _, ref := range recent {
+		if v := val(ref); strings.HasPrefix(v, prefix) {
+			if bm := ne.values[ref]; bm != nil {
+				f(ref, v, bm)
+			}
+		}
+	}
+}
+
+// sortedMergeRatio: recent values are merged into the sorted list once they
+// are at least 1/sortedMergeRatio of it, so a prefix lookup scans a short
+// tail and each value is merged O(log n) times overall.
+const sortedMergeRatio = 8
+
+// mergeSorted returns a new slice with sorted and recent merged in string
+// order, dropping refs no longer in live and duplicates.
+func mergeSorted(sorted, recent []uint32, val func(uint32) string, live map[uint32]*roaring64.Bitmap) []uint32 {
+	rs := slices.Clone(recent)
+	slices.SortFunc(rs, func(a, b uint32) int { return strings.Compare(val(a), val(b)) })
+	out := make([]uint32, 0, len(sorted)+len(rs))
+	add := func(ref uint32) {
+		if _, ok := live[ref]; !ok {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1] == ref {
+			return
+		}
+		out = append(out, ref)
+	}
+	i, j := 0, 0
+	for i < len(sorted) && j < len(rs) {
+		if strings.Compare(val(sorted[i]), val(rs[j])) <= 0 {
+			add(sorted[i])
+			i++
+		} else {
+			add(rs[j])
+			j++
+		}
+	}
+	for ; i < len(sorted); i++ {
+		add(sorted[i])
+	}
+	for ; j < len(rs); j++ {
+		add(rs[j])
+	}
+	return out
 }
 
 // valueBitmap returns the postings of one value, nil if absent.
@@ -316,14 +390,18 @@ func (ix *Index) scanValues(nameRef uint32, ne *nameEntry, m *labels.Matcher, wa
 		prefix = m.Prefix()
 	}
 	var bms []*roaring64.Bitmap
-	for ref, bm := range ne.values {
-		v, _ := ix.syms.value(nameRef, ref)
-		if prefix != "" && !strings.HasPrefix(v, prefix) {
-			continue
-		}
+	visit := func(ref uint32, v string, bm *roaring64.Bitmap) {
 		if m.Matches(v) == want && (cands == nil || intersects(bm, cands)) {
 			bms = append(bms, bm)
 		}
+	}
+	if prefix != "" {
+		ix.prefixValues(nameRef, ne, prefix, visit)
+		return orAll(bms)
+	}
+	for ref, bm := range ne.values {
+		v, _ := ix.syms.value(nameRef, ref)
+		visit(ref, v, bm)
 	}
 	return orAll(bms)
 }

@@ -214,3 +214,49 @@ func TestPostingsResultIsCallers(t *testing.T) {
 		t.Fatalf("after clearing a result: %v, want %v", got, want)
 	}
 }
+
+// TestPrefixIndexUnderChurn interleaves prefix queries with new values and
+// deletions, so the sorted value lists are merged, extended and hold refs of
+// removed values.
+func TestPrefixIndexUnderChurn(t *testing.T) {
+	ix, _, _ := testIndex(t, DefaultOptions())
+	rng := rand.New(rand.NewPCG(3, 4))
+	live := map[ID]string{}
+	matchers := []*labels.Matcher{
+		mustMatcher(t, labels.MatchRegexp, "pod", "train-1.*"),
+		mustMatcher(t, labels.MatchRegexp, "pod", "train-.*"),
+		mustMatcher(t, labels.MatchNotRegexp, "pod", "train-2.*"),
+		mustMatcher(t, labels.MatchRegexp, "pod", "infer.*"),
+	}
+	for round := 0; round < 40; round++ {
+		for i := 0; i < 1+rng.IntN(30); i++ {
+			pod := []string{"train-", "infer-", "x-"}[rng.IntN(3)] + strconv.Itoa(rng.IntN(300))
+			id := mustCreate(t, ix, KindMetric, labels.FromStrings("pod", pod, "r", strconv.Itoa(round)), 0)
+			live[id] = pod
+		}
+		if round%5 == 4 {
+			del := bitmapOf()
+			for id := range live {
+				if rng.IntN(4) == 0 {
+					del.Add(uint64(id))
+					delete(live, id)
+				}
+			}
+			if err := ix.Delete(t.Context(), del); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range matchers {
+			want := []ID{}
+			for id, pod := range live {
+				if m.Matches(pod) {
+					want = append(want, id)
+				}
+			}
+			slices.Sort(want)
+			if got := mustPostings(t, ix, KindMetric, 0, 0, m); !slices.Equal(got, want) {
+				t.Fatalf("round %d %v: got %v, want %v", round, m, got, want)
+			}
+		}
+	}
+}

@@ -51,7 +51,10 @@ func runSmoke(t *testing.T, spec TargetSpec) {
 	defer cancel()
 
 	o := tinyOptions(t)
-	o.Start = time.Now().Add(-o.Duration - 2*time.Minute).Truncate(time.Minute)
+	// Start 2m before a 5m boundary, so the 24h range query (5m steps,
+	// aligned) has a point with minutes of data before it at the end of the
+	// first segment, whatever the wall clock says.
+	o.Start = time.Now().Add(-o.Duration - 2*time.Minute).Truncate(5 * time.Minute).Add(-2 * time.Minute)
 	o.Segments = []Segment{{RW1, 0.5}, {RW2, 0.5}}
 	o.SpikeSeries = 0
 	w, err := Generate(o)

@@ -1,0 +1,64 @@
+package loki
+
+import (
+	"compress/flate"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+
+	"github.com/golang/snappy"
+	"github.com/klauspost/compress/gzip"
+)
+
+// ErrTooLarge: the (decompressed) body is over the limit given to
+// DecodeBody.
+var ErrTooLarge = errors.New("push request too large")
+
+// DecodeBody reads and decodes a push body given its Content-Type and
+// Content-Encoding header values, as Loki does: application/json is JSON,
+// any other type is snappy-compressed protobuf; Content-Encoding gzip or
+// deflate is removed first. No more than maxBytes are read or decompressed.
+func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes int64) (*Request, error) {
+	r := body
+	switch strings.ToLower(strings.TrimSpace(contentEncoding)) {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: gzip: %w", ErrMalformed, err)
+		}
+		defer zr.Close()
+		r = zr
+	case "deflate":
+		fr := flate.NewReader(body)
+		defer fr.Close()
+		r = fr
+	default:
+		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q", ErrMalformed, contentEncoding)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read body: %w", ErrMalformed, err)
+	}
+	if int64(len(b)) > maxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt == "application/json" {
+		return DecodeJSON(b)
+	}
+	n, err := snappy.DecodedLen(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
+	}
+	if int64(n) > maxBytes {
+		return nil, fmt.Errorf("%w: decompresses to %d bytes, limit %d", ErrTooLarge, n, maxBytes)
+	}
+	raw, err := snappy.Decode(nil, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
+	}
+	return DecodeProto(raw)
+}

@@ -1,0 +1,251 @@
+package loki
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// ErrInvalid is wrapped by *ValidationError: the request had invalid
+// streams or entries (a client error; the valid rest was written).
+var ErrInvalid = errors.New("invalid push request")
+
+// ValidationError lists why streams or entries were rejected.
+type ValidationError struct {
+	Reasons  []string // the first maxReasons reasons
+	Rejected int      // entries rejected in all
+}
+
+// maxReasons bounds the reasons kept for the response body.
+const maxReasons = 10
+
+func (e *ValidationError) Error() string {
+	msg := strings.Join(e.Reasons, "\n")
+	if e.Rejected > 0 {
+		msg += fmt.Sprintf("\n%d entries rejected", e.Rejected)
+	}
+	return msg
+}
+
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+func (e *ValidationError) add(entries int, format string, args ...any) {
+	e.Rejected += entries
+	if len(e.Reasons) < maxReasons {
+		e.Reasons = append(e.Reasons, fmt.Sprintf(format, args...))
+	}
+}
+
+// Pusher is where an Ingester writes: *logstore.Store.
+type Pusher interface {
+	Push(ctx context.Context, streams []logstore.PushStream) error
+}
+
+// Ingester validates decoded requests, adds service_name and
+// detected_level, and writes them. Safe for concurrent use.
+type Ingester struct {
+	p    Pusher
+	opts Options
+}
+
+// NewIngester returns an Ingester writing to p.
+func NewIngester(p Pusher, opts Options) *Ingester {
+	return &Ingester{p: p, opts: opts.withDefaults()}
+}
+
+// Stats count what a Push wrote.
+type Stats struct {
+	Streams, Entries int
+	Bytes            int // line bytes accepted
+}
+
+// Push validates req and writes its valid streams and entries. It returns a
+// *ValidationError when something was rejected (the rest is written), or
+// the Pusher's error (retryable; nothing of this request may be stored).
+func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
+	var st Stats
+	verr := &ValidationError{}
+	out := make([]logstore.PushStream, 0, len(req.Streams))
+	maxT := in.opts.Now().Add(in.opts.CreationGracePeriod).UnixNano()
+	sb := labels.NewScratchBuilder(16)
+	for _, s := range req.Streams {
+		ls, err := in.streamLabels(&sb, s)
+		if err != nil {
+			verr.add(len(s.Entries), "%v", err)
+			continue
+		}
+		ps := logstore.PushStream{Labels: ls, Entries: make([]logql.Entry, 0, len(s.Entries))}
+		streamLevel := ""
+		if !in.opts.DisableLevelDetection {
+			for _, k := range levelKeys {
+				if v := ls.Get(k); v != "" {
+					streamLevel = normalizeLevel(v)
+					break
+				}
+			}
+		}
+		for _, e := range s.Entries {
+			md, err := in.entry(&sb, ls, e, maxT, streamLevel)
+			if err != nil {
+				verr.add(1, "%v", err)
+				continue
+			}
+			ps.Entries = append(ps.Entries, logql.Entry{Timestamp: e.Timestamp, Line: e.Line, Metadata: md})
+			st.Bytes += len(e.Line)
+		}
+		if len(ps.Entries) > 0 {
+			out = append(out, ps)
+			st.Streams++
+			st.Entries += len(ps.Entries)
+		}
+	}
+	if len(out) > 0 {
+		if err := in.p.Push(ctx, out); err != nil {
+			return Stats{}, fmt.Errorf("push logs: %w", err)
+		}
+	}
+	if len(verr.Reasons) > 0 {
+		return st, verr
+	}
+	return st, nil
+}
+
+// streamLabels validates a stream's labels and adds service_name.
+func (in *Ingester) streamLabels(sb *labels.ScratchBuilder, s Stream) (labels.Labels, error) {
+	if s.LabelsErr != nil {
+		return labels.EmptyLabels(), fmt.Errorf("error parsing labels: %w", s.LabelsErr)
+	}
+	if len(s.Labels) == 0 {
+		return labels.EmptyLabels(), errors.New("error at least one label pair is required per stream")
+	}
+	sb.Reset()
+	for _, p := range s.Labels {
+		if err := in.checkPair(p, "label"); err != nil {
+			return labels.EmptyLabels(), fmt.Errorf("stream %s: %w", pairsString(s.Labels), err)
+		}
+		sb.Add(p.Name, p.Value)
+	}
+	sb.Sort()
+	ls := sb.Labels()
+	var prev string
+	dup := ""
+	ls.Range(func(l labels.Label) {
+		if l.Name == prev {
+			dup = l.Name
+		}
+		prev = l.Name
+	})
+	if dup != "" {
+		return labels.EmptyLabels(), fmt.Errorf("stream %s: duplicate label name %q", pairsString(s.Labels), dup)
+	}
+	if !ls.Has(ServiceName) {
+		svc := UnknownService
+		for _, k := range in.opts.DiscoverServiceName {
+			if v := ls.Get(k); v != "" {
+				svc = v
+				break
+			}
+		}
+		b := labels.NewBuilder(ls)
+		b.Set(ServiceName, svc)
+		ls = b.Labels()
+	}
+	if n := ls.Len(); n > in.opts.MaxLabelNamesPerStream {
+		return labels.EmptyLabels(), fmt.Errorf("stream %s has %d label names; limit %d", ls, n, in.opts.MaxLabelNamesPerStream)
+	}
+	return ls, nil
+}
+
+func (in *Ingester) checkPair(p Pair, what string) error {
+	switch {
+	case !model.LabelName(p.Name).IsValidLegacy():
+		return fmt.Errorf("invalid %s name %q", what, truncate(p.Name))
+	case len(p.Name) > in.opts.MaxLabelNameLength:
+		return fmt.Errorf("%s name %q longer than %d bytes", what, truncate(p.Name), in.opts.MaxLabelNameLength)
+	case len(p.Value) > in.opts.MaxLabelValueLength:
+		return fmt.Errorf("%s %s value longer than %d bytes", what, p.Name, in.opts.MaxLabelValueLength)
+	case !utf8.ValidString(p.Value):
+		return fmt.Errorf("%s %s value is not valid UTF-8", what, p.Name)
+	}
+	return nil
+}
+
+// entry validates one entry and returns its metadata with detected_level.
+func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, maxT int64, streamLevel string) (labels.Labels, error) {
+	if len(e.Line) > in.opts.MaxLineSize {
+		return labels.EmptyLabels(), fmt.Errorf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes",
+			in.opts.MaxLineSize, ls, len(e.Line))
+	}
+	if e.Timestamp > maxT {
+		return labels.EmptyLabels(), fmt.Errorf("entry for stream '%s' has timestamp too new: %d", ls, e.Timestamp)
+	}
+	size := 0
+	for _, p := range e.Metadata {
+		size += len(p.Name) + len(p.Value)
+	}
+	if size > in.opts.MaxStructuredMetadataSize {
+		return labels.EmptyLabels(), fmt.Errorf("structured metadata size %d bytes exceeds the limit of %d bytes for stream '%s'",
+			size, in.opts.MaxStructuredMetadataSize, ls)
+	}
+	if len(e.Metadata) > in.opts.MaxStructuredMetadataPairs {
+		return labels.EmptyLabels(), fmt.Errorf("structured metadata has %d pairs; limit %d for stream '%s'",
+			len(e.Metadata), in.opts.MaxStructuredMetadataPairs, ls)
+	}
+	sb.Reset()
+	level, hasDetected := "", false
+	for _, p := range e.Metadata {
+		if err := in.checkPair(p, "structured metadata"); err != nil {
+			return labels.EmptyLabels(), fmt.Errorf("stream '%s': %w", ls, err)
+		}
+		sb.Add(p.Name, p.Value)
+		if p.Name == DetectedLevel {
+			hasDetected = true
+		} else if level == "" && isLevelKey(p.Name) && p.Value != "" {
+			level = normalizeLevel(p.Value)
+		}
+	}
+	if !in.opts.DisableLevelDetection && !hasDetected {
+		switch {
+		case streamLevel != "":
+			level = streamLevel
+		case level == "":
+			level = detectLevel(e.Line)
+		}
+		sb.Add(DetectedLevel, level)
+	}
+	sb.Sort()
+	md := sb.Labels()
+	var prev string
+	dup := ""
+	md.Range(func(l labels.Label) {
+		if l.Name == prev {
+			dup = l.Name
+		}
+		prev = l.Name
+	})
+	if dup != "" {
+		return labels.EmptyLabels(), fmt.Errorf("stream '%s': duplicate structured metadata name %q", ls, dup)
+	}
+	return md, nil
+}
+
+func pairsString(ps []Pair) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%q", truncate(p.Name), truncate(p.Value))
+	}
+	b.WriteByte('}')
+	return b.String()
+}

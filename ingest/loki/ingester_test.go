@@ -1,0 +1,146 @@
+package loki
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+var testNow = time.Unix(1700000000, 0)
+
+func newTestIngester(r *recorder) *Ingester {
+	o := DefaultOptions()
+	o.Now = func() time.Time { return testNow }
+	return NewIngester(r, o)
+}
+
+func TestServiceName(t *testing.T) {
+	cases := []struct {
+		labels []Pair
+		want   string
+	}{
+		{[]Pair{{"service_name", "given"}, {"app", "a"}}, "given"},
+		{[]Pair{{"job", "j"}, {"app", "a"}}, "a"},
+		{[]Pair{{"container", "c"}, {"k8s_job_name", "k"}}, "c"},
+		{[]Pair{{"k8s_job_name", "k"}, {"env", "prod"}}, "k"},
+		{[]Pair{{"env", "prod"}}, "unknown_service"},
+		{[]Pair{{"app", ""}, {"service", "s"}}, "s"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			r := &recorder{}
+			_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: c.labels, Entries: []Entry{{Timestamp: 1, Line: "x"}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.streams[0].Labels.Get("service_name"); got != c.want {
+				t.Fatalf("service_name %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestDetectedLevelSources(t *testing.T) {
+	cases := []struct {
+		name   string
+		labels []Pair
+		md     []Pair
+		line   string
+		want   string
+	}{
+		{"stream label", []Pair{{"app", "a"}, {"level", "WARN"}}, nil, "error in line", "warn"},
+		{"metadata", []Pair{{"app", "a"}}, []Pair{{"severity", "critical"}}, "info in line", "critical"},
+		{"line", []Pair{{"app", "a"}}, nil, `{"level":"debug"}`, "debug"},
+		{"kept", []Pair{{"app", "a"}}, []Pair{{"detected_level", "error"}}, "info", "error"},
+		{"unknown", []Pair{{"app", "a"}}, nil, "plain", "unknown"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &recorder{}
+			_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: c.labels, Entries: []Entry{{Timestamp: 1, Line: c.line, Metadata: c.md}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := r.streams[0].Entries[0].Metadata
+			if got := md.Get("detected_level"); got != c.want {
+				t.Fatalf("detected_level %q, want %q (%s)", got, c.want, md)
+			}
+		})
+	}
+}
+
+// Invalid streams and entries are rejected with a reason; the valid rest is
+// written.
+func TestValidation(t *testing.T) {
+	ok := Stream{Labels: []Pair{{"app", "ok"}}, Entries: []Entry{{Timestamp: 1, Line: "fine"}}}
+	cases := []struct {
+		name   string
+		s      Stream
+		reason string
+	}{
+		{"no labels", Stream{Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "at least one label pair"},
+		{"bad label name", Stream{Labels: []Pair{{"a-b", "x"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}, `invalid label name "a-b"`},
+		{"bad utf8", Stream{Labels: []Pair{{"a", "\xff"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "not valid UTF-8"},
+		{"duplicate", Stream{Labels: []Pair{{"a", "1"}, {"a", "2"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "duplicate label name"},
+		{"parse", Stream{LabelsErr: errors.New("label set oops"), Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "error parsing labels"},
+		{"too many labels", Stream{Labels: manyLabels(15), Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "16 label names; limit 15"},
+		{"line too long", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: 1, Line: strings.Repeat("x", 256<<10+1)}}}, "max entry size '262144' bytes exceeded"},
+		{"metadata too large", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: 1, Line: "x", Metadata: []Pair{{"k", strings.Repeat("v", 64<<10)}}}}}, "structured metadata size 65537 bytes exceeds the limit of 65536"},
+		{"bad metadata name", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: 1, Line: "x", Metadata: []Pair{{"k.k", "v"}}}}}, `invalid structured metadata name "k.k"`},
+		{"too new", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(11 * time.Minute).UnixNano(), Line: "x"}}}, "timestamp too new"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &recorder{}
+			st, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{c.s, ok}})
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err %v, want *ValidationError", err)
+			}
+			if !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("reason %q does not contain %q", err, c.reason)
+			}
+			if st.Entries != 1 || len(r.streams) != 1 || r.streams[0].Labels.Get("app") != "ok" {
+				t.Fatalf("valid stream not written: %+v %+v", st, r.streams)
+			}
+		})
+	}
+}
+
+func manyLabels(n int) []Pair {
+	var ps []Pair
+	for i := range n {
+		ps = append(ps, Pair{string(rune('a'+i)) + "x", "v"})
+	}
+	return ps
+}
+
+func TestPusherErrorIsReturned(t *testing.T) {
+	boom := errors.New("disk full")
+	r := &recorder{err: boom}
+	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: []Pair{{"a", "b"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}}})
+	if !errors.Is(err, boom) || errors.Is(err, ErrInvalid) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestLabelsSortedAndMetadataSorted(t *testing.T) {
+	r := &recorder{}
+	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{
+		Labels:  []Pair{{"z", "1"}, {"a", "2"}},
+		Entries: []Entry{{Timestamp: 1, Line: "x", Metadata: []Pair{{"z", "1"}, {"b", "2"}}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.streams[0].Labels, labels.FromStrings("a", "2", "service_name", "unknown_service", "z", "1"); !labels.Equal(got, want) {
+		t.Fatalf("labels %s, want %s", got, want)
+	}
+	if got, want := r.streams[0].Entries[0].Metadata, labels.FromStrings("b", "2", "detected_level", "unknown", "z", "1"); !labels.Equal(got, want) {
+		t.Fatalf("metadata %s, want %s", got, want)
+	}
+}

@@ -186,9 +186,15 @@ func (ev *evaluator) binOp(e *BinOpExpr, l, r *value) (*value, error) {
 	case l.scalar || r.scalar:
 		out := &value{v: make([][]Sample, n)}
 		for i := 0; i < n; i++ {
-			vec, sc, swap := r.v[i], l.s[i], true
+			var (
+				vec  []Sample
+				sc   float64
+				swap bool
+			)
 			if r.scalar {
-				vec, sc, swap = l.v[i], r.s[i], false
+				vec, sc = l.v[i], r.s[i]
+			} else {
+				vec, sc, swap = r.v[i], l.s[i], true
 			}
 			for _, s := range vec {
 				lv, rv := s.V, sc

@@ -243,3 +243,36 @@ func TestConcurrentPushSealSelect(t *testing.T) {
 		t.Fatalf("%d entries, want %d", n, writers*perWriter)
 	}
 }
+
+func TestMetadataQueries(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	o := testOptions()
+	o.SealEntries = 2
+	s := openTestStore(t, db, o)
+	a := labels.FromStrings("app", "a", "env", "prod")
+	b := labels.FromStrings("app", "b")
+	push(t, s, a, ent(1, "xx"), ent(2, "yyy"), ent(3, "z"))
+	push(t, s, b, ent(4, "1234"))
+	ctx := context.Background()
+	names, err := s.LabelNames(ctx, 0, day)
+	if err != nil || !slices.Equal(names, []string{"app", "env"}) {
+		t.Fatalf("names %v %v", names, err)
+	}
+	vals, err := s.LabelValues(ctx, "app", 0, day, labels.MustNewMatcher(labels.MatchEqual, "env", "prod"))
+	if err != nil || !slices.Equal(vals, []string{"a"}) {
+		t.Fatalf("values %v %v", vals, err)
+	}
+	ser, err := s.Series(ctx, 0, day, labels.MustNewMatcher(labels.MatchRegexp, "app", ".+"))
+	if err != nil || len(ser) != 2 || !labels.Equal(ser[0], a) || !labels.Equal(ser[1], b) {
+		t.Fatalf("series %v %v", ser, err)
+	}
+	st, err := s.Stats(ctx, 0, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stream a: 3 entries sealed into chunks of 2 and 1; b: 1 in its head.
+	if want := (Stats{Streams: 2, Chunks: 2, Entries: 4, Bytes: 10}); st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}

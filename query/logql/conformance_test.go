@@ -212,14 +212,12 @@ func parseEvalCmd(l string) (*testCmd, error) {
 		break
 	}
 	// The query is the rest of the original line after the options.
-	idx := len(l)
-	if len(rest) > 0 {
-		idx = strings.Index(l, strings.Join(rest, " "))
-		if idx < 0 { // whitespace differs: find first token
-			idx = strings.Index(l, " "+rest[0]) + 1
-		}
+	q := l
+	for k := 0; k < len(f)-len(rest); k++ {
+		q = strings.TrimLeft(q, " \t")
+		q = q[len(f[k]):]
 	}
-	cmd.query = strings.TrimSpace(l[idx:])
+	cmd.query = strings.TrimSpace(q)
 	if cmd.query == "" {
 		return nil, errors.New("missing query")
 	}

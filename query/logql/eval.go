@@ -171,10 +171,29 @@ func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, erro
 			for i := range vec {
 				vec[i].Labels = labelReplace(e, vec[i].Labels)
 			}
+			if err := checkDuplicates(vec); err != nil {
+				return nil, err
+			}
 		}
 		return in, nil
 	}
 	return nil, fmt.Errorf("BUG: unknown expression %T", e)
+}
+
+// checkDuplicates fails when two samples of one vector have the same labels.
+func checkDuplicates(vec []Sample) error {
+	if len(vec) < 2 {
+		return nil
+	}
+	seen := make(map[string]struct{}, len(vec))
+	for _, s := range vec {
+		k := labelsKey(s.Labels)
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("vector cannot contain metrics with the same labelset")
+		}
+		seen[k] = struct{}{}
+	}
+	return nil
 }
 
 func labelReplace(e *LabelReplaceExpr, ls labels.Labels) labels.Labels {

@@ -297,6 +297,9 @@ func vectorBinop(e *BinOpExpr, lhs, rhs []Sample) ([]Sample, error) {
 		}
 		out = append(out, Sample{Labels: resultLabels(m, s.Labels, o.Labels), T: s.T, V: v})
 	}
+	if err := checkDuplicates(out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

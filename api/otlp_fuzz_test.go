@@ -6,8 +6,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/prometheus/prometheus/util/teststorage"
-
 	"github.com/weftdb/weft/api"
 )
 
@@ -24,10 +22,12 @@ func fuzzOTLP(f *testing.F, ct string) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte("{}"))
-	db := teststorage.New(f)
+	// A discarding storage: with a TSDB, a fuzzed year-2200 timestamp makes
+	// Prometheus' head compact centuries of empty blocks (a storage
+	// artifact; weft's storage rejects it by its future window).
 	opts := api.DefaultOTLPOptions()
 	opts.MaxRequestBytes = 1 << 20
-	h := api.NewOTLPHandler(db, opts)
+	h := api.NewOTLPHandler(discardAppendable{}, opts)
 	good := otlpBody(f, otlpGauge("fuzz_canary"), ct)
 	post := func(body []byte) int {
 		req := httptest.NewRequest(http.MethodPost, "/v1/metrics", bytes.NewReader(body))

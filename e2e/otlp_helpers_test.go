@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -408,4 +409,40 @@ func weftOTLPExemplars(tb testing.TB, db *storage.DB, mint, maxt int64, ms ...*l
 	}
 	slices.Sort(lines)
 	return lines
+}
+
+// queryWeftOTLP evaluates the instant query q (a range selector) at t with
+// Prometheus' PromQL engine over weft's storage and returns its samples in
+// the form queryOTLPPeer returns Prometheus' answer.
+func queryWeftOTLP(tb testing.TB, db *storage.DB, q string, t time.Time) []otlpSample {
+	tb.Helper()
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 10_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qry, err := eng.NewInstantQuery(context.Background(), db, nil, q, t)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer qry.Close()
+	res := qry.Exec(context.Background())
+	if res.Err != nil {
+		tb.Fatal(res.Err)
+	}
+	m, err := res.Matrix()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []otlpSample
+	for _, s := range m {
+		ls := s.Metric.String()
+		for _, p := range s.Floats {
+			out = append(out, otlpSample{Labels: ls, T: p.T, V: strconv.FormatFloat(p.F, 'f', -1, 64)})
+		}
+		for _, p := range s.Histograms {
+			stream := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
+			jsonutil.MarshalHistogram(p.H, stream)
+			out = append(out, otlpSample{Labels: ls, T: p.T, V: string(stream.Buffer())})
+			jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(stream)
+		}
+	}
+	sortOTLPSamples(out)
+	return out
 }

@@ -205,8 +205,8 @@ func TestOTLPMatchesPrometheus(t *testing.T) {
 	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
 	mint, maxt := now.Add(-time.Hour).UnixMilli()+1, now.UnixMilli()
 
-	t.Run("same samples as prometheus", func(t *testing.T) {
-		got := weftOTLPSamples(t, plain.db, mint, maxt, all)
+	t.Run("same query answer as prometheus", func(t *testing.T) {
+		got := queryWeftOTLP(t, plain.db, `{__name__=~".+"}[1h]`, now)
 		if d := diffOTLPSamples(got, want); d != "" {
 			t.Fatalf("weft differs from prometheus (%d vs %d samples):\n%s", len(got), len(want), d)
 		}
@@ -242,7 +242,7 @@ func TestOTLPMatchesPrometheus(t *testing.T) {
 			wantCtx = append(wantCtx, otlpSample{Labels: b.Labels().String(), T: s.T, V: s.V})
 		}
 		sortOTLPSamples(wantCtx)
-		got := weftOTLPSamples(t, withCtx.db, mint, maxt, all)
+		got := queryWeftOTLP(t, withCtx.db, `{__name__=~".+"}[1h]`, now)
 		if d := diffOTLPSamples(got, wantCtx); d != "" {
 			t.Fatalf("weft with context differs from prometheus + context labels:\n%s", d)
 		}

@@ -186,6 +186,19 @@ func (db *DB) writePending(ss []*memSeries) error {
 	if len(ss) == 0 {
 		return nil
 	}
+	if len(ss) > 1 {
+		// A series that sealed several chunks in one commit is listed once
+		// per seal; write it once.
+		seen := make(map[*memSeries]struct{}, len(ss))
+		uniq := ss[:0:0]
+		for _, s := range ss {
+			if _, dup := seen[s]; !dup {
+				seen[s] = struct{}{}
+				uniq = append(uniq, s)
+			}
+		}
+		ss = uniq
+	}
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	written := make([][]*sealedChunk, len(ss))

@@ -191,6 +191,9 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		return false, true, nil
 	}
 	vt := x.valType()
+	// The previous chunk's appender lets a new histogram chunk compute its
+	// counter-reset header from the last sample, as Prometheus' head does.
+	prevApp := s.app
 	if s.chunk != nil && db.mustCut(s, vt, x.t) {
 		db.sealLocked(s)
 		sealed = true
@@ -224,10 +227,14 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 			app     chunkenc.Appender
 			herr    error
 		)
+		var prev chunkenc.Appender
+		if s.chunk.NumSamples() == 0 && prevApp != s.app {
+			prev = prevApp
+		}
 		if vt == chunkenc.ValHistogram {
-			c, recoded, app, herr = s.app.AppendHistogram(nil, x.st, x.t, x.h, false)
+			c, recoded, app, herr = s.app.AppendHistogram(prev, x.st, x.t, x.h, false)
 		} else {
-			c, recoded, app, herr = s.app.AppendFloatHistogram(nil, x.st, x.t, x.fh, false)
+			c, recoded, app, herr = s.app.AppendFloatHistogram(prev, x.st, x.t, x.fh, false)
 		}
 		if herr != nil {
 			return sealed, false, fmt.Errorf("append histogram: %w", herr)
@@ -356,7 +363,9 @@ func (db *DB) encodeSamples(ss []sample, perChunk int) []*sealedChunk {
 			(perChunk <= db.opts.SamplesPerChunk && vt == chunkenc.ValFloat && len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend)) {
 			finish()
 		}
+		var prev chunkenc.Appender
 		if c == nil {
+			prev = app
 			c, _ = chunkenc.NewEmptyChunk(chunkEncoding(vt))
 			app, _ = c.Appender()
 			cur = &sealedChunk{mint: x.t}
@@ -369,9 +378,9 @@ func (db *DB) encodeSamples(ss []sample, perChunk int) []*sealedChunk {
 			var recoded bool
 			var err error
 			if vt == chunkenc.ValHistogram {
-				nc, recoded, app, err = app.AppendHistogram(nil, x.st, x.t, x.h, false)
+				nc, recoded, app, err = app.AppendHistogram(prev, x.st, x.t, x.h, false)
 			} else {
-				nc, recoded, app, err = app.AppendFloatHistogram(nil, x.st, x.t, x.fh, false)
+				nc, recoded, app, err = app.AppendFloatHistogram(prev, x.st, x.t, x.fh, false)
 			}
 			if err != nil {
 				continue

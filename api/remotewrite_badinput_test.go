@@ -18,17 +18,17 @@ import (
 // of the same batch are stored (checked through a Querier), and the handler
 // keeps serving afterwards.
 func TestRemoteWriteBadInput(t *testing.T) {
-	db := openWeft(t)
+	db := rwOpenWeft(t)
 	h := NewRemoteWriteHandler(db, DefaultRemoteWriteOptions())
 	now := time.Now()
 	t0 := now.UnixMilli()
 
 	// Seed a series so that a far-past sample of it is out of window.
 	st := writev2.NewSymbolTable()
-	seed := mustMarshal(t, &writev2.Request{Timeseries: []writev2.TimeSeries{
-		v2Series(&st, labels.FromStrings("__name__", "seeded", "job", "a"), writev2.Sample{Value: 1, Timestamp: t0}),
+	seed := rwMarshal(t, &writev2.Request{Timeseries: []writev2.TimeSeries{
+		rwV2Series(&st, labels.FromStrings("__name__", "seeded", "job", "a"), writev2.Sample{Value: 1, Timestamp: t0}),
 	}, Symbols: st.Symbols()})
-	if rec := post(t, h, ctV2, seed); rec.Code != http.StatusNoContent {
+	if rec := rwPost(t, h, rwCTV2, seed); rec.Code != http.StatusNoContent {
 		t.Fatalf("seed: %d %q", rec.Code, rec.Body.String())
 	}
 
@@ -56,7 +56,7 @@ func TestRemoteWriteBadInput(t *testing.T) {
 		{LabelsRefs: ref("__name__", "seeded", "job", "a"), Samples: []writev2.Sample{{Value: 2, Timestamp: 1000}}},
 		{LabelsRefs: ref("job", "x", "__name__", "good_b"), Samples: []writev2.Sample{{Value: 1, Timestamp: t0}, {Value: 2, Timestamp: t0 + 1000}}},
 	}
-	rec := post(t, h, ctV2, mustMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series}))
+	rec := rwPost(t, h, rwCTV2, rwMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series}))
 	if rec.Code != http.StatusBadRequest {
 		t.Fatalf("bad batch: %d %q", rec.Code, rec.Body.String())
 	}
@@ -88,29 +88,29 @@ func TestRemoteWriteBadInput(t *testing.T) {
 	}{
 		"corrupt snappy":     {[]byte("\x10\xff\xff garbage"), http.StatusBadRequest, "corrupt snappy body"},
 		"snappy bomb":        {[]byte("\xff\xff\xff\x7f garbage"), http.StatusRequestEntityTooLarge, "decompressed body of 268435455 bytes exceeds the limit"},
-		"truncated protobuf": {snappy.Encode(nil, mustMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series})[:100]), http.StatusBadRequest, "malformed remote write request"},
+		"truncated protobuf": {snappy.Encode(nil, rwMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series})[:100]), http.StatusBadRequest, "malformed remote write request"},
 	} {
-		rec := postRaw(t, h, ctV2, "snappy", tc.raw)
+		rec := rwPostRaw(t, h, rwCTV2, "snappy", tc.raw)
 		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
 			t.Errorf("%s: %d %q", name, rec.Code, rec.Body.String())
 		}
 	}
 
 	// RW 1.0: an out-of-window sample is a 400, the rest is stored.
-	v1 := mustMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-		v1Series(labels.FromStrings("__name__", "seeded", "job", "a"), prompb.Sample{Value: 3, Timestamp: 2000}),
-		v1Series(labels.FromStrings("__name__", "good_v1"), prompb.Sample{Value: 1, Timestamp: t0}),
+	v1 := rwMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		rwV1Series(labels.FromStrings("__name__", "seeded", "job", "a"), prompb.Sample{Value: 3, Timestamp: 2000}),
+		rwV1Series(labels.FromStrings("__name__", "good_v1"), prompb.Sample{Value: 1, Timestamp: t0}),
 	}})
-	if rec := post(t, h, ctV1, v1); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "out of window") {
+	if rec := rwPost(t, h, rwCTV1, v1); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "out of window") {
 		t.Errorf("rw1 out of window: %d %q", rec.Code, rec.Body.String())
 	}
 
 	// The handler keeps serving.
-	if rec := post(t, h, ctV1, validV1(t)); rec.Code != http.StatusNoContent {
+	if rec := rwPost(t, h, rwCTV1, rwValidV1(t)); rec.Code != http.StatusNoContent {
 		t.Fatalf("after bad input: %d %q", rec.Code, rec.Body.String())
 	}
 
-	got := stored(t, db)
+	got := rwStored(t, db)
 	want := map[string]int{
 		`{__name__="seeded", job="a"}`: 1,
 		`{__name__="good_a", gpu="0"}`: 1,
@@ -119,8 +119,8 @@ func TestRemoteWriteBadInput(t *testing.T) {
 		`{__name__="up", job="a"}`:     1,
 		`{__name__="up", job="b"}`:     2,
 	}
-	if strings.Join(keys(got), "\n") != strings.Join(keys(want), "\n") {
-		t.Fatalf("stored series:\n%s\nwant:\n%s", strings.Join(keys(got), "\n"), strings.Join(keys(want), "\n"))
+	if strings.Join(rwKeys(got), "\n") != strings.Join(rwKeys(want), "\n") {
+		t.Fatalf("stored series:\n%s\nwant:\n%s", strings.Join(rwKeys(got), "\n"), strings.Join(rwKeys(want), "\n"))
 	}
 	for k, n := range want {
 		if got[k] != n {
@@ -133,9 +133,9 @@ func TestRemoteWriteBadInput(t *testing.T) {
 // native histograms (integer, float, custom buckets), exemplars and metadata
 // reach weft's storage.
 func TestRemoteWriteStoresEverything(t *testing.T) {
-	db := openWeft(t)
+	db := rwOpenWeft(t)
 	h := NewRemoteWriteHandler(db, DefaultRemoteWriteOptions())
-	rec := post(t, h, ctV2, validV2(t))
+	rec := rwPost(t, h, rwCTV2, rwValidV2(t))
 	if rec.Code != http.StatusNoContent {
 		t.Fatalf("%d %q", rec.Code, rec.Body.String())
 	}
@@ -144,7 +144,7 @@ func TestRemoteWriteStoresEverything(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
-	got := stored(t, db)
+	got := rwStored(t, db)
 	if got[`{__name__="gpu_temp_celsius", gpu="0"}`] != 1 || got[`{__name__="step_seconds"}`] != 1 {
 		t.Fatalf("stored %v", got)
 	}

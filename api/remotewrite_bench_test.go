@@ -19,12 +19,12 @@ import (
 	"github.com/prometheus/prometheus/util/teststorage"
 )
 
-// benchSeries is the batch size: Prometheus' default max_samples_per_send is
+// rwBenchSeries is the batch size: Prometheus' default max_samples_per_send is
 // 2000; a 1000-series request is a typical remote write batch.
-const benchSeries = 1000
+const rwBenchSeries = 1000
 
-// benchLabels returns series i of a DCGM-exporter-like fleet: 12 labels.
-func benchLabels(i int) labels.Labels {
+// rwBenchLabels returns series i of a DCGM-exporter-like fleet: 12 labels.
+func rwBenchLabels(i int) labels.Labels {
 	return labels.FromStrings(
 		"__name__", "DCGM_FI_DEV_GPU_UTIL",
 		"Hostname", fmt.Sprintf("node-%03d", i/8),
@@ -41,18 +41,18 @@ func benchLabels(i int) labels.Labels {
 	)
 }
 
-// benchPayload encodes benchSeries one-sample series at t, snappy-compressed.
-type benchPayload struct {
+// rwBenchPayload encodes rwBenchSeries one-sample series at t, snappy-compressed.
+type rwBenchPayload struct {
 	ls  []labels.Labels
 	v1  prompb.WriteRequest
 	sym writev2.SymbolsTable
 	v2  writev2.Request
 }
 
-func newBenchPayload() *benchPayload {
-	p := &benchPayload{sym: writev2.NewSymbolTable()}
-	for i := range benchSeries {
-		ls := benchLabels(i)
+func newRWBenchPayload() *rwBenchPayload {
+	p := &rwBenchPayload{sym: writev2.NewSymbolTable()}
+	for i := range rwBenchSeries {
+		ls := rwBenchLabels(i)
 		p.ls = append(p.ls, ls)
 		p.v1.Timeseries = append(p.v1.Timeseries, prompb.TimeSeries{Labels: prompb.FromLabels(ls, nil), Samples: make([]prompb.Sample, 1)})
 		p.v2.Timeseries = append(p.v2.Timeseries, writev2.TimeSeries{LabelsRefs: p.sym.SymbolizeLabels(ls, nil), Samples: make([]writev2.Sample, 1)})
@@ -61,7 +61,7 @@ func newBenchPayload() *benchPayload {
 	return p
 }
 
-func (p *benchPayload) encode(tb testing.TB, v2 bool, t int64) []byte {
+func (p *rwBenchPayload) encode(tb testing.TB, v2 bool, t int64) []byte {
 	var raw []byte
 	var err error
 	if v2 {
@@ -81,9 +81,9 @@ func (p *benchPayload) encode(tb testing.TB, v2 bool, t int64) []byte {
 	return snappy.Encode(nil, raw)
 }
 
-// promNsPerSeries keeps the Prometheus receiver's figure of this run, by
+// rwPromNsPerSeries keeps the Prometheus receiver's figure of this run, by
 // protocol, so the weft sub-benchmarks can report the ratio beside it.
-var promNsPerSeries, promCPUPerSeries = map[string]float64{}, map[string]float64{}
+var rwPromNsPerSeries, rwPromCPUPerSeries = map[string]float64{}, map[string]float64{}
 
 // BenchmarkRemoteWrite measures decode plus append (plus commit) of a
 // 1000-series request of 12-label, one-sample series through the whole
@@ -94,12 +94,12 @@ var promNsPerSeries, promCPUPerSeries = map[string]float64{}, map[string]float64
 //
 //	go test ./api -run '^$' -bench 'BenchmarkRemoteWrite$' -cpu 1 -benchtime 2000x
 func BenchmarkRemoteWrite(b *testing.B) {
-	p := newBenchPayload()
+	p := newRWBenchPayload()
 	for _, proto := range []struct {
 		name string
 		v2   bool
 		ct   string
-	}{{"rw1", false, ctV1}, {"rw2", true, ctV2}} {
+	}{{"rw1", false, rwCTV1}, {"rw2", true, rwCTV2}} {
 		for _, target := range []struct {
 			name string
 			open func(b *testing.B) http.Handler
@@ -113,7 +113,7 @@ func BenchmarkRemoteWrite(b *testing.B) {
 				return NewRemoteWriteHandler(storage.AppendableV2(teststorage.New(b)), DefaultRemoteWriteOptions())
 			}},
 			{"weft-receiver/weft-storage", func(b *testing.B) http.Handler {
-				return NewRemoteWriteHandler(openWeft(b), DefaultRemoteWriteOptions())
+				return NewRemoteWriteHandler(rwOpenWeft(b), DefaultRemoteWriteOptions())
 			}},
 		} {
 			b.Run(proto.name+"/"+target.name, func(b *testing.B) {
@@ -131,28 +131,28 @@ func BenchmarkRemoteWrite(b *testing.B) {
 					req.Header.Set("Content-Encoding", "snappy")
 					rec := httptest.NewRecorder()
 					b.StartTimer()
-					cpu0 := processCPU()
+					cpu0 := rwProcessCPU()
 					h.ServeHTTP(rec, req)
-					cpu += processCPU() - cpu0
+					cpu += rwProcessCPU() - cpu0
 					if rec.Code != http.StatusNoContent {
 						b.Fatalf("code %d: %s", rec.Code, rec.Body.String())
 					}
 				}
-				nsPerSeries := float64(b.Elapsed().Nanoseconds()) / float64(b.N*benchSeries)
-				cpuPerSeries := float64(cpu.Nanoseconds()) / float64(b.N*benchSeries)
+				nsPerSeries := float64(b.Elapsed().Nanoseconds()) / float64(b.N*rwBenchSeries)
+				cpuPerSeries := float64(cpu.Nanoseconds()) / float64(b.N*rwBenchSeries)
 				b.ReportMetric(nsPerSeries, "ns/series")
 				if cpu > 0 {
 					b.ReportMetric(cpuPerSeries, "cpu-ns/series")
 				}
 				if target.name == "prometheus-receiver/tsdb" {
-					promNsPerSeries[proto.name] = nsPerSeries
-					promCPUPerSeries[proto.name] = cpuPerSeries
+					rwPromNsPerSeries[proto.name] = nsPerSeries
+					rwPromCPUPerSeries[proto.name] = cpuPerSeries
 					return
 				}
-				if prom := promNsPerSeries[proto.name]; prom > 0 {
+				if prom := rwPromNsPerSeries[proto.name]; prom > 0 {
 					b.ReportMetric(nsPerSeries/prom, "x-prometheus")
 				}
-				if prom := promCPUPerSeries[proto.name]; prom > 0 && cpu > 0 {
+				if prom := rwPromCPUPerSeries[proto.name]; prom > 0 && cpu > 0 {
 					b.ReportMetric(cpuPerSeries/prom, "cpu-x-prometheus")
 				}
 			})

@@ -4,5 +4,5 @@ package api
 
 import "time"
 
-// processCPU is unavailable here; benchmarks then skip the cpu-ns metric.
-func processCPU() time.Duration { return 0 }
+// rwProcessCPU is unavailable here; benchmarks then skip the cpu-ns metric.
+func rwProcessCPU() time.Duration { return 0 }

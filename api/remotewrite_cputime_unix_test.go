@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// processCPU returns the user plus system CPU time this process has used.
+// rwProcessCPU returns the user plus system CPU time this process has used.
 // Benchmarks report CPU time per series beside wall time because the shared
 // benchmark machines are oversubscribed: wall time there measures the queue
 // for a core as much as the code.
-func processCPU() time.Duration {
+func rwProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

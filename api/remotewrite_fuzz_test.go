@@ -12,24 +12,24 @@ import (
 // RW 1.0 or 2.0. Over a storage that accepts everything, the receiver must
 // never panic and never answer 5xx: every bad body is the client's fault.
 func FuzzRemoteWriteHandler(f *testing.F) {
-	f.Add(validV1(f), false, true)
-	f.Add(validV2(f), true, true)
-	f.Add(validV2(f)[:40], true, true)
+	f.Add(rwValidV1(f), false, true)
+	f.Add(rwValidV2(f), true, true)
+	f.Add(rwValidV2(f)[:40], true, true)
 	f.Add([]byte("\xff\xff\xff\x7f garbage"), true, false)
 	f.Add([]byte{}, false, true)
 	opts := DefaultRemoteWriteOptions()
 	opts.MaxBodyBytes, opts.MaxDecodedBytes = 1<<20, 4<<20
-	h := NewRemoteWriteHandler(&fakeAppendable{}, opts)
+	h := NewRemoteWriteHandler(&rwFakeAppendable{}, opts)
 	f.Fuzz(func(t *testing.T, data []byte, v2, compress bool) {
 		body := data
 		if compress {
 			body = snappy.Encode(nil, data)
 		}
-		ct := ctV1
+		ct := rwCTV1
 		if v2 {
-			ct = ctV2
+			ct = rwCTV2
 		}
-		rec := postRaw(t, h, ct, "snappy", body)
+		rec := rwPostRaw(t, h, ct, "snappy", body)
 		switch rec.Code {
 		case http.StatusNoContent, http.StatusBadRequest, http.StatusRequestEntityTooLarge:
 		default:

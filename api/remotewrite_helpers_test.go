@@ -17,12 +17,12 @@ import (
 )
 
 const (
-	ctV1 = "application/x-protobuf"
-	ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+	rwCTV1 = "application/x-protobuf"
+	rwCTV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
 )
 
-// openWeft opens weft's storage in a temp dir, without background work.
-func openWeft(tb testing.TB) *weftstorage.DB {
+// rwOpenWeft opens weft's storage in a temp dir, without background work.
+func rwOpenWeft(tb testing.TB) *weftstorage.DB {
 	tb.Helper()
 	o := weftstorage.DefaultOptions()
 	o.CheckpointInterval = -1
@@ -38,7 +38,7 @@ func openWeft(tb testing.TB) *weftstorage.DB {
 	return db
 }
 
-func mustMarshal(tb testing.TB, m interface{ Marshal() ([]byte, error) }) []byte {
+func rwMarshal(tb testing.TB, m interface{ Marshal() ([]byte, error) }) []byte {
 	tb.Helper()
 	b, err := m.Marshal()
 	if err != nil {
@@ -47,13 +47,13 @@ func mustMarshal(tb testing.TB, m interface{ Marshal() ([]byte, error) }) []byte
 	return b
 }
 
-// post sends body (snappy-encoded here) to h and returns the recorded response.
-func post(tb testing.TB, h http.Handler, contentType string, raw []byte) *httptest.ResponseRecorder {
+// rwPost sends body (snappy-encoded here) to h and returns the recorded response.
+func rwPost(tb testing.TB, h http.Handler, contentType string, raw []byte) *httptest.ResponseRecorder {
 	tb.Helper()
-	return postRaw(tb, h, contentType, "snappy", snappy.Encode(nil, raw))
+	return rwPostRaw(tb, h, contentType, "snappy", snappy.Encode(nil, raw))
 }
 
-func postRaw(tb testing.TB, h http.Handler, contentType, encoding string, body []byte) *httptest.ResponseRecorder {
+func rwPostRaw(tb testing.TB, h http.Handler, contentType, encoding string, body []byte) *httptest.ResponseRecorder {
 	tb.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader(body))
 	if contentType != "" {
@@ -68,17 +68,17 @@ func postRaw(tb testing.TB, h http.Handler, contentType, encoding string, body [
 	return rec
 }
 
-// v2Series symbolizes ls into st.
-func v2Series(st *writev2.SymbolsTable, ls labels.Labels, samples ...writev2.Sample) writev2.TimeSeries {
+// rwV2Series symbolizes ls into st.
+func rwV2Series(st *writev2.SymbolsTable, ls labels.Labels, samples ...writev2.Sample) writev2.TimeSeries {
 	return writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(ls, nil), Samples: samples}
 }
 
-func v1Series(ls labels.Labels, samples ...prompb.Sample) prompb.TimeSeries {
+func rwV1Series(ls labels.Labels, samples ...prompb.Sample) prompb.TimeSeries {
 	return prompb.TimeSeries{Labels: prompb.FromLabels(ls, nil), Samples: samples}
 }
 
-// stored returns every series in q's range as "labels" → sample count.
-func stored(tb testing.TB, q storage.Queryable, ms ...*labels.Matcher) map[string]int {
+// rwStored returns every series in q's range as "labels" → sample count.
+func rwStored(tb testing.TB, q storage.Queryable, ms ...*labels.Matcher) map[string]int {
 	tb.Helper()
 	if len(ms) == 0 {
 		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")}
@@ -108,7 +108,7 @@ func stored(tb testing.TB, q storage.Queryable, ms ...*labels.Matcher) map[strin
 	return out
 }
 
-func keys(m map[string]int) []string {
+func rwKeys(m map[string]int) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

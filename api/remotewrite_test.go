@@ -26,9 +26,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 )
 
-// fakeAppendable counts what its appenders do; optionally it blocks in
+// rwFakeAppendable counts what its appenders do; optionally it blocks in
 // AppenderV2 (to hold a request in flight) or fails appends or commits.
-type fakeAppendable struct {
+type rwFakeAppendable struct {
 	// If set, the first AppenderV2 call signals entered and waits for hold.
 	entered, hold chan struct{}
 	calls         atomic.Int64
@@ -39,20 +39,20 @@ type fakeAppendable struct {
 	appended, commits, rollbks int
 }
 
-func (f *fakeAppendable) AppenderV2(context.Context) storage.AppenderV2 {
+func (f *rwFakeAppendable) AppenderV2(context.Context) storage.AppenderV2 {
 	if f.calls.Add(1) == 1 && f.entered != nil {
 		f.entered <- struct{}{}
 		<-f.hold
 	}
-	return &fakeAppender{f: f}
+	return &rwFakeAppender{f: f}
 }
 
-type fakeAppender struct {
-	f *fakeAppendable
+type rwFakeAppender struct {
+	f *rwFakeAppendable
 	n int
 }
 
-func (a *fakeAppender) Append(storage.SeriesRef, labels.Labels, int64, int64, float64, *histogram.Histogram, *histogram.FloatHistogram, storage.AOptions) (storage.SeriesRef, error) {
+func (a *rwFakeAppender) Append(storage.SeriesRef, labels.Labels, int64, int64, float64, *histogram.Histogram, *histogram.FloatHistogram, storage.AOptions) (storage.SeriesRef, error) {
 	if a.f.appendErr != nil {
 		return 0, a.f.appendErr
 	}
@@ -60,11 +60,11 @@ func (a *fakeAppender) Append(storage.SeriesRef, labels.Labels, int64, int64, fl
 	return 1, nil
 }
 
-func (a *fakeAppender) AppendExemplars(ref storage.SeriesRef, _ labels.Labels, _ []exemplar.Exemplar) (storage.SeriesRef, error) {
+func (a *rwFakeAppender) AppendExemplars(ref storage.SeriesRef, _ labels.Labels, _ []exemplar.Exemplar) (storage.SeriesRef, error) {
 	return ref, nil
 }
 
-func (a *fakeAppender) Commit() error {
+func (a *rwFakeAppender) Commit() error {
 	a.f.mu.Lock()
 	defer a.f.mu.Unlock()
 	if a.f.commitErr != nil {
@@ -75,36 +75,36 @@ func (a *fakeAppender) Commit() error {
 	return nil
 }
 
-func (a *fakeAppender) Rollback() error {
+func (a *rwFakeAppender) Rollback() error {
 	a.f.mu.Lock()
 	defer a.f.mu.Unlock()
 	a.f.rollbks++
 	return nil
 }
 
-func validV1(tb testing.TB) []byte {
+func rwValidV1(tb testing.TB) []byte {
 	tb.Helper()
 	t0 := time.Now().UnixMilli()
-	return mustMarshal(tb, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-		v1Series(labels.FromStrings("__name__", "up", "job", "a"), prompb.Sample{Value: 1, Timestamp: t0}),
-		v1Series(labels.FromStrings("__name__", "up", "job", "b"), prompb.Sample{Value: 1, Timestamp: t0}, prompb.Sample{Value: 0, Timestamp: t0 + 1}),
+	return rwMarshal(tb, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		rwV1Series(labels.FromStrings("__name__", "up", "job", "a"), prompb.Sample{Value: 1, Timestamp: t0}),
+		rwV1Series(labels.FromStrings("__name__", "up", "job", "b"), prompb.Sample{Value: 1, Timestamp: t0}, prompb.Sample{Value: 0, Timestamp: t0 + 1}),
 	}})
 }
 
-func validV2(tb testing.TB) []byte {
+func rwValidV2(tb testing.TB) []byte {
 	tb.Helper()
 	t0 := time.Now().UnixMilli()
 	st := writev2.NewSymbolTable()
-	s := v2Series(&st, labels.FromStrings("__name__", "gpu_temp_celsius", "gpu", "0"), writev2.Sample{Value: 61, Timestamp: t0})
+	s := rwV2Series(&st, labels.FromStrings("__name__", "gpu_temp_celsius", "gpu", "0"), writev2.Sample{Value: 61, Timestamp: t0})
 	s.Exemplars = []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "t1"), nil), Value: 61, Timestamp: t0}}
 	s.Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("GPU temperature."), UnitRef: st.Symbolize("celsius")}
-	h := v2Series(&st, labels.FromStrings("__name__", "step_seconds"))
+	h := rwV2Series(&st, labels.FromStrings("__name__", "step_seconds"))
 	h.Histograms = []writev2.Histogram{writev2.FromIntHistogram(0, t0, tsdbutil.GenerateTestHistogram(1))}
-	return mustMarshal(tb, &writev2.Request{Symbols: st.Symbols(), Timeseries: []writev2.TimeSeries{s, h}})
+	return rwMarshal(tb, &writev2.Request{Symbols: st.Symbols(), Timeseries: []writev2.TimeSeries{s, h}})
 }
 
 func TestRemoteWriteStatusCodes(t *testing.T) {
-	v1, v2 := validV1(t), validV2(t)
+	v1, v2 := rwValidV1(t), rwValidV2(t)
 	big := bytes.Repeat([]byte{0}, 2048)
 	for _, tc := range []struct {
 		name        string
@@ -117,27 +117,27 @@ func TestRemoteWriteStatusCodes(t *testing.T) {
 		msg         string
 		headers     map[string]string
 	}{
-		{name: "rw1", contentType: ctV1, encoding: "snappy", body: snappy.Encode(nil, v1), code: 204},
+		{name: "rw1", contentType: rwCTV1, encoding: "snappy", body: snappy.Encode(nil, v1), code: 204},
 		{name: "rw1 explicit proto", contentType: "application/x-protobuf; proto=prometheus.WriteRequest", encoding: "snappy", body: snappy.Encode(nil, v1), code: 204},
 		{name: "rw1 without content type or encoding", body: snappy.Encode(nil, v1), code: 204},
-		{name: "rw2", contentType: ctV2, encoding: "snappy", body: snappy.Encode(nil, v2), code: 204, headers: map[string]string{
+		{name: "rw2", contentType: rwCTV2, encoding: "snappy", body: snappy.Encode(nil, v2), code: 204, headers: map[string]string{
 			rwSamplesWrittenHeader: "1", rwHistogramsWrittenHeader: "1", rwExemplarsWrittenHeader: "1",
 		}},
 		{name: "get", method: http.MethodGet, code: 405, msg: "method not allowed"},
 		{name: "json", contentType: "application/json", encoding: "snappy", body: snappy.Encode(nil, v1), code: 415, msg: "unsupported content type"},
 		{name: "unknown proto", contentType: "application/x-protobuf;proto=io.prometheus.write.v3.Request", body: snappy.Encode(nil, v1), code: 415, msg: "unsupported remote write message"},
-		{name: "gzip", contentType: ctV1, encoding: "gzip", body: snappy.Encode(nil, v1), code: 415, msg: `unsupported content encoding "gzip"`},
-		{name: "body over limit", contentType: ctV1, encoding: "snappy", body: big, code: 413, msg: "exceeds the limit of 1024 bytes"},
-		{name: "chunked body over limit", contentType: ctV1, encoding: "snappy", body: big, chunked: true, code: 413, msg: "exceeds the limit of 1024 bytes"},
-		{name: "decoded over limit", contentType: ctV2, encoding: "snappy", body: snappy.Encode(nil, bytes.Repeat([]byte{'a'}, 8192)), code: 413, msg: "decompressed body of 8192 bytes exceeds the limit of 4096 bytes",
+		{name: "gzip", contentType: rwCTV1, encoding: "gzip", body: snappy.Encode(nil, v1), code: 415, msg: `unsupported content encoding "gzip"`},
+		{name: "body over limit", contentType: rwCTV1, encoding: "snappy", body: big, code: 413, msg: "exceeds the limit of 1024 bytes"},
+		{name: "chunked body over limit", contentType: rwCTV1, encoding: "snappy", body: big, chunked: true, code: 413, msg: "exceeds the limit of 1024 bytes"},
+		{name: "decoded over limit", contentType: rwCTV2, encoding: "snappy", body: snappy.Encode(nil, bytes.Repeat([]byte{'a'}, 8192)), code: 413, msg: "decompressed body of 8192 bytes exceeds the limit of 4096 bytes",
 			headers: map[string]string{rwSamplesWrittenHeader: "0"}},
-		{name: "corrupt snappy", contentType: ctV1, encoding: "snappy", body: []byte{0x20, 0xff, 0xff, 0xff, 0xff, 1, 2}, code: 400, msg: "corrupt snappy body"},
-		{name: "snappy length lies", contentType: ctV1, encoding: "snappy", body: append([]byte{0x40}, snappy.Encode(nil, v1)[1:]...), code: 400, msg: "corrupt snappy body"},
-		{name: "truncated protobuf", contentType: ctV2, encoding: "snappy", body: snappy.Encode(nil, v2[:len(v2)-3]), code: 400, msg: "malformed remote write request",
+		{name: "corrupt snappy", contentType: rwCTV1, encoding: "snappy", body: []byte{0x20, 0xff, 0xff, 0xff, 0xff, 1, 2}, code: 400, msg: "corrupt snappy body"},
+		{name: "snappy length lies", contentType: rwCTV1, encoding: "snappy", body: append([]byte{0x40}, snappy.Encode(nil, v1)[1:]...), code: 400, msg: "corrupt snappy body"},
+		{name: "truncated protobuf", contentType: rwCTV2, encoding: "snappy", body: snappy.Encode(nil, v2[:len(v2)-3]), code: 400, msg: "malformed remote write request",
 			headers: map[string]string{rwSamplesWrittenHeader: "0", rwHistogramsWrittenHeader: "0", rwExemplarsWrittenHeader: "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			app := &fakeAppendable{}
+			app := &rwFakeAppendable{}
 			opts := DefaultRemoteWriteOptions()
 			opts.MaxBodyBytes, opts.MaxDecodedBytes = 1024, 4096
 			h := NewRemoteWriteHandler(app, opts)
@@ -179,7 +179,7 @@ func TestRemoteWriteStatusCodes(t *testing.T) {
 			} else if app.appended != 0 {
 				t.Errorf("failed request appended %d samples", app.appended)
 			}
-			if tc.contentType == ctV1 && rec.Header().Get(rwSamplesWrittenHeader) != "" {
+			if tc.contentType == rwCTV1 && rec.Header().Get(rwSamplesWrittenHeader) != "" {
 				t.Errorf("rw1 response carries rw2 headers")
 			}
 		})
@@ -196,9 +196,9 @@ func TestRemoteWriteRetryableFailures(t *testing.T) {
 		{"commit fails", nil, errors.New("wal: fsync failed"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			app := &fakeAppendable{appendErr: tc.appendErr, commitErr: tc.commitErr}
+			app := &rwFakeAppendable{appendErr: tc.appendErr, commitErr: tc.commitErr}
 			h := NewRemoteWriteHandler(app, DefaultRemoteWriteOptions())
-			rec := post(t, h, ctV2, validV2(t))
+			rec := rwPost(t, h, rwCTV2, rwValidV2(t))
 			if rec.Code != http.StatusInternalServerError {
 				t.Fatalf("code %d, body %q", rec.Code, rec.Body.String())
 			}
@@ -225,15 +225,15 @@ func TestRemoteWriteThrottles(t *testing.T) {
 		{"in-flight bytes", func(o *RemoteWriteOptions) { o.MaxInFlightBytes = 64 }, "too many remote write bytes in flight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			app := &fakeAppendable{entered: make(chan struct{}), hold: make(chan struct{})}
+			app := &rwFakeAppendable{entered: make(chan struct{}), hold: make(chan struct{})}
 			opts := DefaultRemoteWriteOptions()
 			opts.RetryAfter = 1500 * time.Millisecond
 			tc.opts(&opts)
 			h := NewRemoteWriteHandler(app, opts)
 			first := make(chan *httptest.ResponseRecorder)
-			go func() { first <- post(t, h, ctV1, validV1(t)) }()
+			go func() { first <- rwPost(t, h, rwCTV1, rwValidV1(t)) }()
 			<-app.entered // the first request holds its slot and bytes
-			rec := post(t, h, ctV1, validV1(t))
+			rec := rwPost(t, h, rwCTV1, rwValidV1(t))
 			if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "2" || !strings.Contains(rec.Body.String(), tc.msg) {
 				t.Fatalf("code %d retry-after %q body %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
 			}
@@ -241,7 +241,7 @@ func TestRemoteWriteThrottles(t *testing.T) {
 			if r := <-first; r.Code != http.StatusNoContent {
 				t.Fatalf("first request: %d %q", r.Code, r.Body.String())
 			}
-			if rec := post(t, h, ctV1, validV1(t)); rec.Code != http.StatusNoContent {
+			if rec := rwPost(t, h, rwCTV1, rwValidV1(t)); rec.Code != http.StatusNoContent {
 				t.Fatalf("after the overload: %d %q", rec.Code, rec.Body.String())
 			}
 		})
@@ -252,17 +252,17 @@ func TestRemoteWriteMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	opts := DefaultRemoteWriteOptions()
 	opts.Registerer = reg
-	h := NewRemoteWriteHandler(&fakeAppendable{}, opts)
+	h := NewRemoteWriteHandler(&rwFakeAppendable{}, opts)
 	// A second handler on the same registry shares the counters.
-	h2 := NewRemoteWriteHandler(&fakeAppendable{}, opts)
-	if rec := post(t, h, ctV2, validV2(t)); rec.Code != 204 {
+	h2 := NewRemoteWriteHandler(&rwFakeAppendable{}, opts)
+	if rec := rwPost(t, h, rwCTV2, rwValidV2(t)); rec.Code != 204 {
 		t.Fatalf("code %d", rec.Code)
 	}
 	st := writev2.NewSymbolTable()
-	bad := mustMarshal(t, &writev2.Request{Timeseries: []writev2.TimeSeries{
-		v2Series(&st, labels.FromStrings("job", "nameless"), writev2.Sample{Value: 1, Timestamp: time.Now().UnixMilli()}),
+	bad := rwMarshal(t, &writev2.Request{Timeseries: []writev2.TimeSeries{
+		rwV2Series(&st, labels.FromStrings("job", "nameless"), writev2.Sample{Value: 1, Timestamp: time.Now().UnixMilli()}),
 	}, Symbols: st.Symbols()})
-	if rec := post(t, h2, ctV2, bad); rec.Code != 400 {
+	if rec := rwPost(t, h2, rwCTV2, bad); rec.Code != 400 {
 		t.Fatalf("code %d", rec.Code)
 	}
 	m := newRWMetrics(reg)
@@ -302,7 +302,7 @@ func TestRemoteWriteContentTypes(t *testing.T) {
 }
 
 func ExampleNewRemoteWriteHandler() {
-	h := NewRemoteWriteHandler(&fakeAppendable{}, DefaultRemoteWriteOptions())
+	h := NewRemoteWriteHandler(&rwFakeAppendable{}, DefaultRemoteWriteOptions())
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", strings.NewReader("not snappy"))
 	req.Header.Set("Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request")
 	req.Header.Set("Content-Encoding", "snappy")

@@ -8,10 +8,11 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// compactSamplesPerChunk bounds a compacted per-series block: XOR chunks
-// count samples in 16 bits, and a day at 15 s is 5760 samples, so one block
-// per series and partition fits comfortably.
-const compactSamplesPerChunk = 1 << 15
+// compactSamplesPerChunk bounds a compacted per-series block. Blocks are
+// built through a Prometheus chunk before the columnar re-encode, and ST
+// histogram chunks count samples in 14 bits (16383); a day at 15 s is 5760
+// samples, so one block per series and partition is the norm.
+const compactSamplesPerChunk = 16000
 
 // compactedPrefix is 0x05 'c' | partition: marks a partition whose chunks
 // were merged; an out-of-order flush into it clears the mark.

@@ -21,6 +21,7 @@ type evaluator struct {
 	params QueryParams
 	stats  Stats
 	steps  []int64
+	step   int64 // spacing of steps (1 for instant queries)
 }
 
 // ErrInstantLogQuery: a log (not metric) query was sent as an instant query.
@@ -50,6 +51,7 @@ func (ev *evaluator) makeSteps() error {
 	p := ev.params
 	if p.Instant {
 		ev.steps = []int64{p.End}
+		ev.step = 1
 		return nil
 	}
 	step := p.Step
@@ -61,6 +63,7 @@ func (ev *evaluator) makeSteps() error {
 	if n > 11000 {
 		return fmt.Errorf("%w: exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)", ErrInvalidParams)
 	}
+	ev.step = int64(step)
 	for t := p.Start; t <= p.End; t += int64(step) {
 		ev.steps = append(ev.steps, t)
 	}
@@ -144,6 +147,17 @@ func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, erro
 	case *RangeAggExpr:
 		return ev.evalRangeAgg(ctx, e)
 	case *VectorAggExpr:
+		if ra, ok := e.Expr.(*RangeAggExpr); ok && e.Op == "sum" && e.Grouping != nil && ra.Grouping == nil && sumLike(ra) {
+			// sum by (g) (count_over_time(...)) equals count_over_time grouped
+			// by g at extraction: far fewer series (Loki does the same).
+			pushed := *ra
+			pushed.Grouping = e.Grouping
+			in, err := ev.evalRangeAgg(ctx, &pushed)
+			if err != nil {
+				return nil, err
+			}
+			return ev.vectorAgg(e, in)
+		}
 		in, err := ev.evalSample(ctx, e.Expr)
 		if err != nil {
 			return nil, err

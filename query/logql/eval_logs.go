@@ -78,6 +78,8 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 	}
 	defer it.Close()
 	h := &entryHeap{backward: p.Direction == Backward}
+	stages := e.Stages
+	nf := filterPrefix(stages)
 	lb := &lbuilder{}
 	var (
 		curStream labels.Labels
@@ -109,8 +111,11 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 		if p.Interval > 0 && lastKept >= p.Start && ent.Timestamp < lastKept+int64(p.Interval) {
 			continue
 		}
+		if !lineFiltersMatch(stages[:nf], ent.Line) {
+			continue
+		}
 		lb.reset(curCopy, ent.Metadata)
-		line, ok := runStages(e.Stages, ent.Timestamp, ent.Line, lb)
+		line, ok := runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
 		if !ok {
 			continue
 		}

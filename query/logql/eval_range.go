@@ -18,6 +18,58 @@ type rseries struct {
 	ts       []int64
 	vs       []float64
 	unsorted bool
+	// Counting aggregations accumulate per step instead of keeping samples:
+	// difference arrays over step indexes (prefix sums give the window values).
+	cnt, sum []int64
+}
+
+// sumLike reports whether a range aggregation is a sum of per-entry values,
+// so that it can be grouped at extraction.
+func sumLike(e *RangeAggExpr) bool {
+	switch e.Op {
+	case "count_over_time", "bytes_over_time", "bytes_rate", "sum_over_time", "rate":
+		return true
+	}
+	return false
+}
+
+// counting reports whether an aggregation only needs per-window counts and
+// integer sums (exact in difference arrays).
+func counting(e *RangeAggExpr) bool {
+	switch e.Op {
+	case "count_over_time", "bytes_over_time", "bytes_rate":
+		return true
+	case "rate":
+		return e.Left.Unwrap == nil
+	}
+	return false
+}
+
+func ceilDiv(a, b int64) int64 {
+	if a >= 0 {
+		return (a + b - 1) / b
+	}
+	return -((-a) / b)
+}
+
+// addCounted adds one entry to the step windows that contain it.
+func (ev *evaluator) addCounted(s *rseries, ts int64, v float64, off, rng int64) {
+	n := int64(len(ev.steps))
+	if s.cnt == nil {
+		s.cnt = make([]int64, n+1)
+		s.sum = make([]int64, n+1)
+	}
+	// steps t with t-off-rng < ts <= t-off, i.e. ts+off <= t < ts+off+rng
+	first := ev.steps[0]
+	k0 := max(ceilDiv(ts+off-first, ev.step), 0)
+	k1 := min(ceilDiv(ts+off+rng-first, ev.step)-1, n-1)
+	if k0 > k1 {
+		return
+	}
+	s.cnt[k0]++
+	s.cnt[k1+1]--
+	s.sum[k0] += int64(v)
+	s.sum[k1+1] -= int64(v)
 }
 
 func (s *rseries) add(t int64, v float64) {
@@ -80,6 +132,9 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 		skip = r.Unwrap.Label
 	}
 	grouping := e.Grouping
+	countMode := counting(e)
+	stages := r.Left.Stages
+	nf := filterPrefix(stages)
 	for it.Next() {
 		n++
 		if n%ctxCheckEvery == 0 {
@@ -95,8 +150,11 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 			curStream = curCopy
 			curSeries = nil
 		}
+		if !lineFiltersMatch(stages[:nf], ent.Line) {
+			continue
+		}
 		lb.reset(curCopy, ent.Metadata)
-		line, ok := runStages(r.Left.Stages, ent.Timestamp, ent.Line, lb)
+		line, ok := runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
 		if !ok {
 			continue
 		}
@@ -129,11 +187,12 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 			}
 		}
 		var s *rseries
-		if !lb.changed && grouping == nil && skip == "" {
+		if !lb.changed && skip == "" {
+			// Only the stream labels: one series per stream, found once.
 			if curSeries == nil {
-				key := string(lb.key(nil, ""))
+				key := string(lb.key(grouping, ""))
 				if curSeries = byKey[key]; curSeries == nil {
-					curSeries = &rseries{labels: curCopy}
+					curSeries = &rseries{labels: lb.grouped(grouping, "")}
 					byKey[key] = curSeries
 					out = append(out, curSeries)
 				}
@@ -147,7 +206,11 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 				out = append(out, s)
 			}
 		}
-		s.add(ent.Timestamp, v)
+		if countMode {
+			ev.addCounted(s, ent.Timestamp, v, off, rng)
+		} else {
+			s.add(ent.Timestamp, v)
+		}
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read logs: %w", err)
@@ -206,6 +269,29 @@ func (ev *evaluator) evalRangeAgg(ctx context.Context, e *RangeAggExpr) (*value,
 	for _, s := range series {
 		if s.labels.Has(ErrorLabel) {
 			return nil, pipelineErr(s.labels)
+		}
+		if s.cnt != nil {
+			var c, b int64
+			for i, t := range ev.steps {
+				c += s.cnt[i]
+				b += s.sum[i]
+				if c == 0 {
+					continue
+				}
+				var v float64
+				switch e.Op {
+				case "count_over_time":
+					v = float64(c)
+				case "rate":
+					v = float64(c) / rangeSec
+				case "bytes_over_time":
+					v = float64(b)
+				case "bytes_rate":
+					v = float64(b) / rangeSec
+				}
+				out.v[i] = append(out.v[i], Sample{Labels: s.labels, T: t, V: v})
+			}
+			continue
 		}
 		s.sort()
 		lo, hi := 0, 0

@@ -40,20 +40,34 @@ type lbl struct {
 // reset per entry and reused, so that the common path does not allocate.
 type lbuilder struct {
 	ls      []lbl
+	base    []lbl // the stream labels of b.stream, sorted
 	stream  labels.Labels
 	changed bool // anything beyond the stream labels (metadata, parsed, deletions)
 	buf     []byte
 }
 
+// reset starts a new entry. stream must stay valid while the builder is used
+// for it; consecutive entries of one stream reuse the converted labels.
 func (b *lbuilder) reset(stream labels.Labels, md labels.Labels) {
-	b.ls = b.ls[:0]
+	if b.base == nil || !sameLabels(stream, b.stream) {
+		b.base = b.base[:0]
+		stream.Range(func(l labels.Label) { b.base = append(b.base, lbl{l.Name, l.Value, catStream}) })
+		if b.base == nil {
+			b.base = []lbl{}
+		}
+	}
 	b.stream = stream
-	stream.Range(func(l labels.Label) { b.ls = append(b.ls, lbl{l.Name, l.Value, catStream}) })
+	b.ls = append(b.ls[:0], b.base...)
 	b.changed = false
-	md.Range(func(l labels.Label) {
-		b.set(l.Name, l.Value, catMetadata)
-	})
+	if !md.IsEmpty() {
+		md.Range(func(l labels.Label) {
+			b.set(l.Name, l.Value, catMetadata)
+		})
+	}
 }
+
+// sameLabels is labels.Equal, fast when both share storage.
+func sameLabels(a, b labels.Labels) bool { return labels.Equal(a, b) }
 
 func (b *lbuilder) get(name string) (string, bool) {
 	for i := range b.ls {

@@ -40,6 +40,27 @@ func (s *LineFilterStage) process(line string) bool {
 	return any
 }
 
+// filterPrefix returns how many leading stages are line filters: those run
+// on the raw line before the entry's labels are built.
+func filterPrefix(stages []Stage) int {
+	for i, st := range stages {
+		if _, ok := st.(*LineFilterStage); !ok {
+			return i
+		}
+	}
+	return len(stages)
+}
+
+// lineFiltersMatch runs leading line filter stages over a raw line.
+func lineFiltersMatch(stages []Stage, line string) bool {
+	for _, st := range stages {
+		if !st.(*LineFilterStage).process(line) {
+			return false
+		}
+	}
+	return true
+}
+
 // runStages runs the pipeline over one entry; lb holds its labels.
 func runStages(stages []Stage, ts int64, line string, lb *lbuilder) (string, bool) {
 	for _, st := range stages {

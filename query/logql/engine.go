@@ -12,9 +12,6 @@ import (
 
 // Defaults of EngineOptions, the ones a default Loki server uses.
 const (
-	// DefaultMaxLookback bounds how far back one query may reach (0 = no bound
-	// in Loki; weft bounds it at 30 days, its default retention).
-	DefaultMaxLookback = 30 * 24 * time.Hour
 	// DefaultMaxEntriesLimit is Loki's max_entries_limit_per_query.
 	DefaultMaxEntriesLimit = 5000
 	// DefaultQueryTimeout is Loki's query_timeout.
@@ -28,8 +25,12 @@ const (
 type EngineOptions struct {
 	// Logger receives the engine's own log lines; nil means none.
 	Logger *slog.Logger
-	// MaxLookback bounds how far before now a query may start; 0 means no bound.
+	// MaxLookback bounds how far before now a query may read (Loki's
+	// max_query_lookback): data older than now-MaxLookback is not selected.
+	// 0 (the default) means no bound.
 	MaxLookback time.Duration
+	// Now returns the current time for MaxLookback; nil means time.Now.
+	Now func() time.Time
 	// MaxEntriesLimit bounds the Limit of a log query; default DefaultMaxEntriesLimit.
 	MaxEntriesLimit int
 	// Timeout bounds one query; default DefaultQueryTimeout.
@@ -41,7 +42,6 @@ type EngineOptions struct {
 // DefaultEngineOptions returns the options of a default Loki server.
 func DefaultEngineOptions() EngineOptions {
 	return EngineOptions{
-		MaxLookback:     DefaultMaxLookback,
 		MaxEntriesLimit: DefaultMaxEntriesLimit,
 		Timeout:         DefaultQueryTimeout,
 		MaxSeries:       DefaultMaxSeries,
@@ -180,6 +180,13 @@ func (e *Engine) Query(ctx context.Context, p QueryParams) (*Result, error) {
 		return nil, fmt.Errorf("%w: end timestamp must not be before start time", ErrInvalidParams)
 	}
 	ev := &evaluator{src: e.src, opts: &e.opts, params: p}
+	if e.opts.MaxLookback > 0 {
+		now := time.Now
+		if e.opts.Now != nil {
+			now = e.opts.Now
+		}
+		ev.minTime = now().Add(-e.opts.MaxLookback).UnixNano()
+	}
 	res, err := ev.eval(ctx, expr)
 	if err != nil {
 		return nil, err

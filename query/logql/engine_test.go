@@ -171,3 +171,28 @@ func TestDefaultStep(t *testing.T) {
 		t.Fatalf("%d points", got)
 	}
 }
+
+func TestMaxLookback(t *testing.T) {
+	src := &memSource{}
+	for i := range 10 {
+		src.add(labels.FromStrings("app", "a"), Entry{Timestamp: int64(i) * int64(time.Second), Line: "x"})
+	}
+	opts := DefaultEngineOptions()
+	opts.MaxLookback = 3 * time.Second
+	opts.Now = func() time.Time { return time.Unix(10, 0) }
+	eng := NewEngine(src, opts)
+	res, err := eng.Query(context.Background(), QueryParams{Query: `{app="a"}`, Start: 0, End: int64(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Streams[0].Entries); n != 3 || src.last.Start != int64(7*time.Second) {
+		t.Fatalf("%d entries, select start %d; want 3 entries from 7s", n, src.last.Start)
+	}
+	res, err = eng.Query(context.Background(), QueryParams{Query: `count_over_time({app="a"}[10s])`, End: int64(10 * time.Second), Instant: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Vector) != 1 || res.Vector[0].V != 3 {
+		t.Fatalf("count %v, want 3", res.Vector)
+	}
+}

@@ -22,6 +22,16 @@ type evaluator struct {
 	stats  Stats
 	steps  []int64
 	step   int64 // spacing of steps (1 for instant queries)
+	// minTime is the oldest timestamp a query may select (MaxLookback).
+	minTime int64
+}
+
+// selectStart applies MaxLookback to the start of a selection.
+func (ev *evaluator) selectStart(start int64) int64 {
+	if ev.minTime != 0 && start < ev.minTime {
+		return ev.minTime
+	}
+	return start
 }
 
 // ErrInstantLogQuery: a log (not metric) query was sent as an instant query.

@@ -70,7 +70,7 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 		return nil, fmt.Errorf("%w, limit > max_entries_limit_per_query (%d > %d)", ErrLimitExceeded, limit, ev.opts.MaxEntriesLimit)
 	}
 	it, err := ev.src.Select(ctx, SelectParams{
-		Start: p.Start, End: p.End, Matchers: e.Matchers,
+		Start: ev.selectStart(p.Start), End: p.End, Matchers: e.Matchers,
 		LineFilters: literalFilters(e.Stages), Direction: p.Direction,
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 			}
 		}
 		stream, ent := it.At()
-		if ent.Timestamp < p.Start || ent.Timestamp >= p.End {
+		if ent.Timestamp < p.Start || ent.Timestamp >= p.End || (ev.minTime != 0 && ent.Timestamp < ev.minTime) {
 			continue
 		}
 		ev.stats.EntriesScanned++

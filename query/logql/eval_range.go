@@ -111,7 +111,7 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 	rng, off := int64(r.Range), int64(r.Offset)
 	first, last := ev.steps[0], ev.steps[len(ev.steps)-1]
 	it, err := ev.src.Select(ctx, SelectParams{
-		Start: first - off - rng + 1, End: last - off + 1,
+		Start: ev.selectStart(first - off - rng + 1), End: last - off + 1,
 		Matchers: r.Left.Matchers, LineFilters: literalFilters(r.Left.Stages), Direction: Forward,
 	})
 	if err != nil {

@@ -107,26 +107,10 @@ func flattenJSON(prefix string, obj map[string]json.RawMessage, lb *lbuilder, de
 			// arrays are not extracted without an expression
 		default:
 			if v, ok := jsonScalar(raw); ok {
-				setParsedNoOverwrite(lb, name, v)
+				lb.setParsed(name, v)
 			}
 		}
 	}
-}
-
-// setParsedNoOverwrite keeps the value of an earlier parser stage (as Loki does).
-func setParsedNoOverwrite(lb *lbuilder, name, v string) {
-	n := name
-	if lb.streamHas(n) {
-		n += extractedSuffix
-	}
-	if _, ok := lb.get(n); ok {
-		for _, l := range lb.ls {
-			if l.name == n && l.cat == catParsed {
-				return
-			}
-		}
-	}
-	lb.set(n, v, catParsed)
 }
 
 func jsonScalar(raw json.RawMessage) (string, bool) {

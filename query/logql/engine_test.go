@@ -196,3 +196,22 @@ func TestMaxLookback(t *testing.T) {
 		t.Fatalf("count %v, want 3", res.Vector)
 	}
 }
+
+func TestInterval(t *testing.T) {
+	src := &memSource{}
+	for i := range 10 {
+		src.add(labels.FromStrings("app", "a"), Entry{Timestamp: int64(i) * int64(time.Second), Line: fmt.Sprint(i)})
+	}
+	eng := NewEngine(src, DefaultEngineOptions())
+	res, err := eng.Query(context.Background(), QueryParams{Query: `{app="a"}`, End: int64(10 * time.Second), Interval: 3 * time.Second, Direction: Forward})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range res.Streams[0].Entries {
+		got = append(got, e.Line)
+	}
+	if !slices.Equal(got, []string{"0", "3", "6", "9"}) {
+		t.Fatalf("entries %v, want one every 3s", got)
+	}
+}

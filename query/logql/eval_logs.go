@@ -12,7 +12,6 @@ import (
 
 type collected struct {
 	labels, stream labels.Labels
-	key            string
 	e              ResultEntry
 }
 
@@ -33,8 +32,8 @@ func (h *entryHeap) worse(a, b *collected) bool {
 		}
 		return a.e.Timestamp > b.e.Timestamp
 	}
-	if a.key != b.key {
-		return a.key > b.key
+	if c := labels.Compare(a.labels, b.labels); c != 0 {
+		return c > 0
 	}
 	return a.e.Line > b.e.Line
 }
@@ -86,6 +85,7 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 		curCopy   labels.Labels
 		lastKept  int64
 		n         int
+		spare     *collected
 	)
 	for it.Next() {
 		n++
@@ -120,7 +120,12 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 			continue
 		}
 		lastKept = ent.Timestamp
-		c := &collected{e: ResultEntry{Timestamp: ent.Timestamp, Line: strings.Clone(line)}}
+		c := spare
+		spare = nil
+		if c == nil {
+			c = &collected{}
+		}
+		c.e = ResultEntry{Timestamp: ent.Timestamp, Line: strings.Clone(line)}
 		if lb.changed {
 			c.labels = lb.category(255)
 			c.stream = lb.category(catStream)
@@ -130,10 +135,9 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 			c.labels, c.stream = curCopy, curCopy
 			c.e.StructuredMetadata, c.e.Parsed = labels.EmptyLabels(), labels.EmptyLabels()
 		}
-		c.key = c.labels.String()
 		heap.Push(h, c)
 		if h.Len() > limit {
-			heap.Pop(h)
+			spare = heap.Pop(h).(*collected) // reused by the next kept entry
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -146,10 +150,11 @@ func groupStreams(items []*collected, dir Direction) []StreamResult {
 	idx := map[string]int{}
 	out := []StreamResult{}
 	for _, c := range items {
-		i, ok := idx[c.key]
+		key := labelsKey(c.labels)
+		i, ok := idx[key]
 		if !ok {
 			i = len(out)
-			idx[c.key] = i
+			idx[key] = i
 			out = append(out, StreamResult{Labels: c.labels, StreamLabels: c.stream})
 		}
 		out[i].Entries = append(out[i].Entries, c.e)

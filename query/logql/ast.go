@@ -54,6 +54,9 @@ type ParserStage struct {
 	names     []string // sanitized names of re's groups
 	pat       *pattern
 	paths     [][]jsonPathElem
+	// need, when set by the engine for one query, lists the only labels
+	// the rest of the query reads, so that the parser skips the others.
+	need map[string]bool
 }
 
 // LabelExtraction is `name="expression"` of json and logfmt.

@@ -132,6 +132,7 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 		skip = r.Unwrap.Label
 	}
 	grouping := e.Grouping
+	setParserHints(e)
 	countMode := counting(e)
 	stages := r.Left.Stages
 	nf := filterPrefix(stages)
@@ -219,6 +220,65 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 		return nil, fmt.Errorf("%w (%d)", ErrTooManySeries, ev.opts.MaxSeries)
 	}
 	return out, nil
+}
+
+// setParserHints tells json and logfmt stages which labels the rest of a
+// `by`-grouped range aggregation reads, so that they skip the others. Any
+// template stage reads every label: then there are no hints.
+func setParserHints(e *RangeAggExpr) {
+	g := e.Grouping
+	if g == nil || g.Without {
+		return
+	}
+	need := map[string]bool{}
+	add := func(n string) {
+		need[n] = true
+		if base, ok := strings.CutSuffix(n, extractedSuffix); ok {
+			need[base] = true
+		}
+	}
+	for _, n := range g.Labels {
+		add(n)
+	}
+	var walk func(f LabelFilter)
+	walk = func(f LabelFilter) {
+		switch f := f.(type) {
+		case *BinaryLabelFilter:
+			walk(f.Left)
+			walk(f.Right)
+		case *StringLabelFilter:
+			add(f.Matcher.Name)
+		case *NumericLabelFilter:
+			add(f.Name)
+		}
+	}
+	if u := e.Left.Unwrap; u != nil {
+		add(u.Label)
+		for _, f := range u.Filters {
+			walk(f)
+		}
+	}
+	for _, st := range e.Left.Left.Stages {
+		switch s := st.(type) {
+		case *LabelFilterStage:
+			walk(s.Filter)
+		case *DropStage:
+			for _, m := range s.Labels {
+				add(m.Name)
+			}
+		case *KeepStage:
+			for _, m := range s.Labels {
+				add(m.Name)
+			}
+		case *LineFormatStage, *LabelFormatStage:
+			return
+		}
+	}
+	for _, st := range e.Left.Left.Stages {
+		if p, ok := st.(*ParserStage); ok && (p.Kind == "json" || p.Kind == "logfmt") && len(p.Exprs) == 0 {
+			p.need = need
+		}
+	}
 }
 
 func convertUnwrap(conv, s string) (float64, error) {

@@ -16,7 +16,7 @@ func (s *ParserStage) process(line string, lb *lbuilder) string {
 		if len(s.Exprs) > 0 {
 			s.jsonExprs(line, lb)
 		} else {
-			parseJSONLine(line, lb)
+			parseJSONLine(line, lb, s.need)
 		}
 	case "logfmt":
 		s.logfmt(line, lb)
@@ -68,13 +68,13 @@ func sanitizeLabelName(s string) string {
 
 // ---- json ----
 
-func parseJSONLine(line string, lb *lbuilder) {
+func parseJSONLine(line string, lb *lbuilder, need map[string]bool) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(line), &obj); err != nil || obj == nil {
 		lb.setErr(errJSON, jsonErrDetails(err))
 		return
 	}
-	flattenJSON("", obj, lb, 0)
+	flattenJSON("", obj, lb, 0, need)
 }
 
 func jsonErrDetails(err error) string {
@@ -84,7 +84,7 @@ func jsonErrDetails(err error) string {
 	return err.Error()
 }
 
-func flattenJSON(prefix string, obj map[string]json.RawMessage, lb *lbuilder, depth int) {
+func flattenJSON(prefix string, obj map[string]json.RawMessage, lb *lbuilder, depth int, need map[string]bool) {
 	for k, raw := range obj {
 		name := sanitizeLabelName(k)
 		if prefix != "" {
@@ -101,11 +101,14 @@ func flattenJSON(prefix string, obj map[string]json.RawMessage, lb *lbuilder, de
 			}
 			var sub map[string]json.RawMessage
 			if json.Unmarshal(raw, &sub) == nil {
-				flattenJSON(name, sub, lb, depth+1)
+				flattenJSON(name, sub, lb, depth+1, need)
 			}
 		case '[':
 			// arrays are not extracted without an expression
 		default:
+			if need != nil && !need[name] {
+				continue
+			}
 			if v, ok := jsonScalar(raw); ok {
 				lb.setParsed(name, v)
 			}
@@ -336,6 +339,9 @@ func (s *ParserStage) logfmt(line string, lb *lbuilder) {
 			continue
 		}
 		name := sanitizeLabelName(key)
+		if s.need != nil && !s.need[name] {
+			continue
+		}
 		if want != nil {
 			n, ok := want[key]
 			if !ok {

@@ -74,8 +74,9 @@ func (ev *evaluator) makeSteps() error {
 		return fmt.Errorf("%w: exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)", ErrInvalidParams)
 	}
 	ev.step = int64(step)
-	for t := p.Start; t <= p.End; t += int64(step) {
-		ev.steps = append(ev.steps, t)
+	ev.steps = make([]int64, n)
+	for k := range ev.steps {
+		ev.steps[k] = p.Start + int64(k)*int64(step)
 	}
 	return nil
 }

@@ -22,8 +22,9 @@ func compactedKey(p int64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte{}, compactedPrefix...), orderedInt(p))
 }
 
-// Compact merges, in every partition older than the newest one, the short
-// chunks of each series into one long per-series block in weft's columnar
+// Compact re-encodes the newest partition's sealed Prometheus chunks into
+// columnar blocks and merges, in every partition older than the newest one,
+// the short chunks of each series into one long per-series block in weft's columnar
 // layout (sealing writes Prometheus XOR chunks as they are, to keep the
 // ingest path cheap; the columnar codecs pay most on long blocks), and cleans
 // tombstones. Each series is rewritten in one Pebble batch (new block set,
@@ -40,7 +41,13 @@ func (db *DB) Compact(ctx context.Context) error {
 	head := db.partOf(db.maxT.Load())
 	for _, p := range db.parts.all() {
 		if p >= head {
-			break
+			// The partition still being written: only re-encode sealed
+			// Prometheus chunks into columnar blocks; the partition-wide
+			// merge waits until it is closed.
+			if err := db.convertPartition(ctx, p); err != nil {
+				return fmt.Errorf("convert partition %d: %w", p, err)
+			}
+			continue
 		}
 		if _, closer, err := db.pdb.Get(compactedKey(p)); err == nil {
 			closer.Close()
@@ -54,6 +61,42 @@ func (db *DB) Compact(ctx context.Context) error {
 		}
 	}
 	db.stats.compactions.Add(1)
+	return nil
+}
+
+// convertPartition re-encodes, per series, the version-1 (Prometheus) chunks
+// of partition p into one columnar block, together with any columnar chunk
+// that falls between them so chunks never overlap.
+func (db *DB) convertPartition(ctx context.Context, p int64) error {
+	lo := appendChunkKey(nil, p, 0, minInt64)
+	hi := appendChunkKey(nil, p+1, 0, minInt64)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("partition iterator: %w", err)
+	}
+	var ids []uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		_, id, _, good := parseChunkKey(it.Key())
+		if !good || (len(ids) > 0 && ids[len(ids)-1] == id) {
+			continue
+		}
+		if v, err := it.ValueAndErr(); err == nil && len(v) > 0 && v[0] == chunkValueXOR {
+			ids = append(ids, id)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := db.rewriteSeriesChunks(p, id, true); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -92,16 +135,18 @@ func (db *DB) compactPartition(ctx context.Context, p int64) error {
 				return err
 			}
 		}
-		if err := db.compactSeries(p, id); err != nil {
+		if err := db.rewriteSeriesChunks(p, id, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// compactSeries merges the chunks of id in partition p under the series
-// lock (so no out-of-order flush interleaves).
-func (db *DB) compactSeries(p int64, id uint64) error {
+// rewriteSeriesChunks merges the chunks of id in partition p into columnar
+// blocks under the series lock (so no out-of-order flush interleaves). With
+// xorOnly it takes only the version-1 chunks and the columnar chunks that
+// start inside their time span; otherwise all of them.
+func (db *DB) rewriteSeriesChunks(p int64, id uint64, xorOnly bool) error {
 	if s := db.series.get(id); s != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -112,8 +157,14 @@ func (db *DB) compactSeries(p int64, id uint64) error {
 	}
 	defer r.Close()
 	chunks, err := r.read(id, minInt64, maxInt64, []int64{p}, nil)
-	if err != nil || len(chunks) == 0 || (len(chunks) == 1 && chunks[0].enc == encColumnar) {
+	if err != nil {
 		return err
+	}
+	if xorOnly {
+		chunks = selectXORSpan(chunks)
+	}
+	if len(chunks) == 0 || (len(chunks) == 1 && chunks[0].enc == encColumnar) {
+		return nil
 	}
 	var all []sample
 	for _, c := range chunks {
@@ -140,6 +191,24 @@ func (db *DB) compactSeries(p int64, id uint64) error {
 		return fmt.Errorf("write block: %w", err)
 	}
 	return nil
+}
+
+// selectXORSpan returns the chunks (sorted by start) from the first to the
+// last version-1 chunk, so the merged block overlaps nothing left behind.
+func selectXORSpan(chunks []*sealedChunk) []*sealedChunk {
+	first, last := -1, -1
+	for i, c := range chunks {
+		if c.enc != encColumnar {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return chunks[first : last+1]
 }
 
 // dedupeSorted sorts samples by time (stable) and keeps the first of equal

@@ -305,3 +305,45 @@ func TestChunkQuerier(t *testing.T) {
 		t.Fatalf("chunk querier: %d series, %d samples", n, total)
 	}
 }
+
+func TestCompactionConvertsHeadPartition(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	fill(t, db, 2, 500, 0) // one partition (day); 4 sealed chunks per series
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	versions := func() map[byte]int {
+		out := map[byte]int{}
+		it, err := db.pdb.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		for ok := it.SeekGE([]byte{tagChunk}); ok && it.Key()[0] == tagChunk; ok = it.Next() {
+			v, _ := it.ValueAndErr()
+			out[v[0]]++
+		}
+		return out
+	}
+	if v := versions(); v[chunkValueXOR] == 0 {
+		t.Fatalf("before compaction: %v, want Prometheus chunks", v)
+	}
+	if err := db.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v := versions(); v[chunkValueXOR] != 0 || v[chunkValueColumnar] != 2 {
+		t.Fatalf("after compaction: %v, want one columnar block per series", v)
+	}
+	checkFill(t, db, 2, 500, 0)
+	fill(t, db, 2, 200, 500*step)
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v := versions(); v[chunkValueXOR] != 0 {
+		t.Fatalf("after second compaction: %v", v)
+	}
+	checkFill(t, db, 2, 700, 0)
+}

@@ -26,9 +26,10 @@
 // Prometheus XOR2 (or histogram-ST) chunk, compressed sample by sample, and a
 // small out-of-order buffer. A chunk is sealed at 120 samples, ~1 KiB, a
 // value-type change or a partition boundary; a sealer goroutine writes it to
-// Pebble under 0x02 | partition | series | start time. Compaction later
-// rewrites each older partition's chunks of a series into one block in weft's
-// columnar layout (storage/chunkenc codecs). Checkpoints make everything in
+// Pebble under 0x02 | partition | series | start time. Compaction re-encodes
+// sealed chunks into weft's columnar layout (storage/chunkenc codecs) within
+// one interval and, once a partition is closed, merges each series' chunks in
+// it into one long block. Checkpoints make everything in
 // old WAL segments durable elsewhere and delete them.
 //
 // # Read path

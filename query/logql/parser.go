@@ -42,6 +42,24 @@ func ParseSampleExpr(q string) (SampleExpr, error) {
 	return se, nil
 }
 
+// ParseMatchers parses a stream selector alone (`{app="a", env=~"p.*"}`),
+// as the series and label endpoints take it. Errors are *ParseError.
+func ParseMatchers(q string) ([]*labels.Matcher, error) {
+	toks, perr := lex(q)
+	if perr != nil {
+		return nil, perr
+	}
+	p := &parser{src: q, toks: toks}
+	ms, err := p.parseMatchers()
+	if err != nil {
+		return nil, err
+	}
+	if p.peek().kind != tEOF {
+		return nil, p.unexpected("end of input")
+	}
+	return ms, nil
+}
+
 type parser struct {
 	src   string
 	toks  []token

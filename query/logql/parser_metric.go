@@ -52,7 +52,7 @@ func (p *parser) parseSampleExpr(minPrec int) (SampleExpr, error) {
 	}
 	for {
 		op, ok := p.binOp()
-		if !ok || binPrec[op] <= minPrec-1 || binPrec[op] < minPrec {
+		if !ok || binPrec[op] < minPrec {
 			return lhs, nil
 		}
 		opTok := p.next()

@@ -161,3 +161,18 @@ func FuzzParseExpr(f *testing.F) {
 		}
 	})
 }
+
+func TestParseMatchers(t *testing.T) {
+	ms, err := ParseMatchers(`{app="a", env=~"p.*"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].String() != `app="a"` || ms[1].String() != `env=~"p.*"` {
+		t.Fatalf("matchers %v", ms)
+	}
+	for _, bad := range []string{`{app="a"} |= "x"`, `{app=~".*"}`, `app="a"`, `{app="a"`} {
+		if _, err := ParseMatchers(bad); !errors.Is(err, ErrParse) {
+			t.Errorf("%s: want a parse error, got %v", bad, err)
+		}
+	}
+}

@@ -124,6 +124,12 @@ func TestStatsAndLimits(t *testing.T) {
 	if !errors.Is(err, ErrTooManySeries) {
 		t.Fatalf("want ErrTooManySeries, got %v", err)
 	}
+	// The limit is on the result: aggregations over many series are fine.
+	for _, q := range []string{`sum(count_over_time({app="a"}[1s]))`, `topk(5, count_over_time({app="a"}[1s]))`, `sum by (pod) (count_over_time({app="a", pod=~"[1-4]"}[1s]))`} {
+		if _, err = eng.Query(context.Background(), QueryParams{Query: q, End: 100, Instant: true}); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	_, err = eng.Query(context.Background(), QueryParams{Query: `sum(count_over_time({app="a"}[1s] |= "x") `, End: 100, Instant: true})
 	if !errors.Is(err, ErrParse) {
 		t.Fatalf("want a parse error, got %v", err)

@@ -52,7 +52,11 @@ func (ev *evaluator) eval(ctx context.Context, expr Expr) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ev.toResult(e, v), nil
+		res := ev.toResult(e, v)
+		if n := max(len(res.Matrix), len(res.Vector)); ev.opts.MaxSeries > 0 && n > ev.opts.MaxSeries {
+			return nil, fmt.Errorf("%w (%d)", ErrTooManySeries, ev.opts.MaxSeries)
+		}
+		return res, nil
 	}
 	return nil, fmt.Errorf("BUG: unknown expression %T", expr)
 }
@@ -158,11 +162,14 @@ func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, erro
 	case *RangeAggExpr:
 		return ev.evalRangeAgg(ctx, e)
 	case *VectorAggExpr:
-		if ra, ok := e.Expr.(*RangeAggExpr); ok && e.Op == "sum" && e.Grouping != nil && ra.Grouping == nil && sumLike(ra) {
+		if ra, ok := e.Expr.(*RangeAggExpr); ok && e.Op == "sum" && ra.Grouping == nil && sumLike(ra) {
 			// sum by (g) (count_over_time(...)) equals count_over_time grouped
 			// by g at extraction: far fewer series (Loki does the same).
 			pushed := *ra
 			pushed.Grouping = e.Grouping
+			if pushed.Grouping == nil {
+				pushed.Grouping = &Grouping{Labels: []string{}}
+			}
 			in, err := ev.evalRangeAgg(ctx, &pushed)
 			if err != nil {
 				return nil, err

@@ -216,9 +216,6 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read logs: %w", err)
 	}
-	if ev.opts.MaxSeries > 0 && len(out) > ev.opts.MaxSeries && e.Op != "absent_over_time" {
-		return nil, fmt.Errorf("%w (%d)", ErrTooManySeries, ev.opts.MaxSeries)
-	}
 	return out, nil
 }
 

@@ -23,6 +23,11 @@ type rseries struct {
 	cnt, sum []int64
 }
 
+// maxExtractedSeries bounds the series a range aggregation may build before
+// aggregation (MaxSeries bounds the result): parsed labels of high
+// cardinality would otherwise hold one series per entry in memory.
+const maxExtractedSeries = 1_000_000
+
 // sumLike reports whether a range aggregation is a sum of per-entry values,
 // so that it can be grouped at extraction.
 func sumLike(e *RangeAggExpr) bool {
@@ -202,6 +207,9 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 		} else {
 			kb := lb.key(grouping, skip)
 			if s = byKey[string(kb)]; s == nil {
+				if len(out) >= maxExtractedSeries {
+					return nil, fmt.Errorf("%w: more than %d series before aggregation", ErrTooManySeries, maxExtractedSeries)
+				}
 				s = &rseries{labels: lb.grouped(grouping, skip)}
 				byKey[string(kb)] = s
 				out = append(out, s)

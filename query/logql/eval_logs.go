@@ -114,8 +114,13 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 		if !lineFiltersMatch(stages[:nf], ent.Line) {
 			continue
 		}
-		lb.reset(curCopy, ent.Metadata)
-		line, ok := runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
+		line, ok := ent.Line, true
+		if nf < len(stages) || !ent.Metadata.IsEmpty() {
+			lb.reset(curCopy, ent.Metadata)
+			line, ok = runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
+		} else {
+			lb.changed = false
+		}
 		if !ok {
 			continue
 		}

@@ -141,6 +141,9 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 	countMode := counting(e)
 	stages := r.Left.Stages
 	nf := filterPrefix(stages)
+	// plain: only line filters and no unwrap, so an entry without structured
+	// metadata belongs to its stream's series.
+	plain := nf == len(stages) && r.Unwrap == nil
 	for it.Next() {
 		n++
 		if n%ctxCheckEvery == 0 {
@@ -157,6 +160,19 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 			curSeries = nil
 		}
 		if !lineFiltersMatch(stages[:nf], ent.Line) {
+			continue
+		}
+		if plain && curSeries != nil && ent.Metadata.IsEmpty() {
+			// Fast path: no label work, the stream's series is known.
+			v := 1.0
+			if e.Op == "bytes_over_time" || e.Op == "bytes_rate" {
+				v = float64(len(ent.Line))
+			}
+			if countMode {
+				ev.addCounted(curSeries, ent.Timestamp, v, off, rng)
+			} else {
+				curSeries.add(ent.Timestamp, v)
+			}
 			continue
 		}
 		lb.reset(curCopy, ent.Metadata)

@@ -2,9 +2,14 @@ package api_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/query"
 )
 
 // getData requests path and returns the success envelope's data.
@@ -193,5 +198,24 @@ func TestDeleteSeries(t *testing.T) {
 	data := getData(t, body, code)
 	if want := `{"resultType":"vector","result":[{"metric":{"code":"200"},"value":[1700000000,"2"]}]}`; string(data) != want {
 		t.Errorf("after delete: %s, want %s", data, want)
+	}
+}
+
+func TestExtraHandlers(t *testing.T) {
+	srv, _ := newTestServer(t, func(o *api.Options) {
+		o.Handlers = map[string]http.Handler{
+			"/loki/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "loki "+r.URL.Path) }),
+		}
+	})
+	if code, body, _ := call(t, srv, "GET", "/loki/api/v1/labels", nil); code != 200 || string(body) != "loki /loki/api/v1/labels" {
+		t.Errorf("mounted handler: %d %q", code, body)
+	}
+	db := newSeededDB(t)
+	opts := api.DefaultOptions()
+	opts.Storage = db
+	opts.Engine = query.NewEngine(query.DefaultEngineOptions())
+	opts.Handlers = map[string]http.Handler{"GET /-/ready": http.NotFoundHandler()}
+	if _, err := api.New(opts); err == nil || !strings.Contains(err.Error(), `mount "GET /-/ready"`) {
+		t.Errorf("conflicting pattern: %v", err)
 	}
 }

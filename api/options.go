@@ -89,6 +89,11 @@ type Options struct {
 	Cardinality CardinalityReader
 	// RemoteWrite is mounted at POST /api/v1/write; nil answers 404.
 	RemoteWrite http.Handler
+	// Handlers are further routes mounted beside the Prometheus API, keyed
+	// by http.ServeMux pattern (for example "/loki/" for the Loki API or
+	// "POST /otlp/v1/metrics"). A pattern that conflicts with weft's own
+	// routes makes New fail.
+	Handlers map[string]http.Handler
 
 	// EnableAdmin enables the admin endpoints (delete_series,
 	// clean_tombstones), like Prometheus' --web.enable-admin-api. Default

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -101,7 +103,24 @@ func New(opts Options) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
 		EnableOpenMetrics: true,
 	}))
+	for _, pattern := range slices.Sorted(maps.Keys(opts.Handlers)) {
+		if err := s.mount(pattern, instr.wrap(pattern, opts.Handlers[pattern])); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// mount adds a route, turning ServeMux's panic on an invalid or conflicting
+// pattern into an error.
+func (s *Server) mount(pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("mount %q: %v", pattern, r)
+		}
+	}()
+	s.mux.Handle(pattern, h)
+	return nil
 }
 
 // ServeHTTP implements http.Handler.

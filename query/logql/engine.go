@@ -134,6 +134,9 @@ var (
 	ErrTooManySeries = errors.New("maximum number of series reached for a single query")
 	// ErrPipeline: a metric query's samples carry an __error__ label.
 	ErrPipeline = errors.New("pipeline error")
+	// ErrExecution: the query is valid but cannot be evaluated over this data
+	// (many-to-many matching, duplicate label sets); a client error.
+	ErrExecution = errors.New("execution error")
 	// ErrInvalidParams: bad start/end/step.
 	ErrInvalidParams = errors.New("invalid query parameters")
 )

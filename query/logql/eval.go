@@ -2,6 +2,7 @@ package logql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -35,7 +36,7 @@ func (ev *evaluator) selectStart(start int64) int64 {
 }
 
 // ErrInstantLogQuery: a log (not metric) query was sent as an instant query.
-var ErrInstantLogQuery = fmt.Errorf("log queries are not supported as an instant query type, please change your query to a range query type")
+var ErrInstantLogQuery = errors.New("log queries are not supported as an instant query type, please change your query to a range query type")
 
 func (ev *evaluator) eval(ctx context.Context, expr Expr) (*Result, error) {
 	switch e := expr.(type) {
@@ -197,7 +198,7 @@ func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, erro
 			return nil, err
 		}
 		if in.scalar {
-			return nil, fmt.Errorf("label_replace needs a vector")
+			return nil, fmt.Errorf("%w: label_replace needs a vector", ErrExecution)
 		}
 		for _, vec := range in.v {
 			for i := range vec {
@@ -221,7 +222,7 @@ func checkDuplicates(vec []Sample) error {
 	for _, s := range vec {
 		k := labelsKey(s.Labels)
 		if _, dup := seen[k]; dup {
-			return fmt.Errorf("vector cannot contain metrics with the same labelset")
+			return fmt.Errorf("%w: vector cannot contain metrics with the same labelset", ErrExecution)
 		}
 		seen[k] = struct{}{}
 	}

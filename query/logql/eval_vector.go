@@ -31,7 +31,7 @@ type aggGroup struct {
 
 func (ev *evaluator) vectorAgg(e *VectorAggExpr, in *value) (*value, error) {
 	if in.scalar {
-		return nil, fmt.Errorf("%s needs a vector", e.Op)
+		return nil, fmt.Errorf("%w: %s needs a vector", ErrExecution, e.Op)
 	}
 	out := &value{v: make([][]Sample, len(ev.steps))}
 	for i, vec := range in.v {
@@ -265,7 +265,7 @@ func vectorBinop(e *BinOpExpr, lhs, rhs []Sample) ([]Sample, error) {
 			if swapped {
 				side = "left"
 			}
-			return nil, fmt.Errorf("found duplicate series for the match group on the %s hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side", side, prev.Labels, s.Labels)
+			return nil, fmt.Errorf("%w: found duplicate series for the match group on the %s hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side", ErrExecution, side, prev.Labels, s.Labels)
 		}
 		oneBySig[sig] = s
 	}
@@ -280,7 +280,7 @@ func vectorBinop(e *BinOpExpr, lhs, rhs []Sample) ([]Sample, error) {
 		}
 		if !grouped {
 			if matched[sig] {
-				return nil, fmt.Errorf("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)")
+				return nil, fmt.Errorf("%w: multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)", ErrExecution)
 			}
 			matched[sig] = true
 		}

@@ -1,0 +1,424 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/ingest/loki"
+	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// LokiOptions configure the Loki HTTP API. Zero fields take the defaults of
+// DefaultLokiOptions.
+type LokiOptions struct {
+	// Ingest configures push validation (limits, service_name, levels).
+	Ingest loki.Options
+	// MaxPushBodySize bounds a push body after decompression. Default 64 MiB.
+	MaxPushBodySize int64
+	// DefaultLimit is the entry limit of log queries without limit. Default
+	// 100 (Loki's).
+	DefaultLimit int
+	// DefaultLookback is the range of queries without start. Default 1h.
+	DefaultLookback time.Duration
+	// TailInterval is how often a tail polls the store. Default 1s.
+	TailInterval time.Duration
+	// Version is reported by status/buildinfo. Default "weft".
+	Version string
+	// Logger receives request errors; nil is a no-op logger.
+	Logger *slog.Logger
+	// Now returns the current time; nil is time.Now. For tests.
+	Now func() time.Time
+}
+
+// DefaultLokiOptions returns the defaults documented on LokiOptions.
+func DefaultLokiOptions() LokiOptions {
+	return LokiOptions{
+		Ingest:          loki.DefaultOptions(),
+		MaxPushBodySize: 64 << 20,
+		DefaultLimit:    100,
+		DefaultLookback: time.Hour,
+		TailInterval:    time.Second,
+		Version:         "weft",
+	}
+}
+
+// lokiAPI serves the Loki HTTP API over the log store and the LogQL engine.
+type lokiAPI struct {
+	store  *logstore.Store
+	engine *logql.Engine
+	ing    *loki.Ingester
+	opts   LokiOptions
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// NewLokiHandler returns the Loki HTTP API: push, query, query_range,
+// labels, label values, series, index stats and volume, detected fields and
+// labels, patterns, tail (WebSocket), format_query, status/buildinfo under
+// /loki/api/v1/, and /ready. Mount it on "/loki/" and "/ready". Safe for
+// concurrent use; it owns no goroutines beyond those of open tail
+// connections, which end when their request context ends.
+func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOptions) http.Handler {
+	d := DefaultLokiOptions()
+	if opts.MaxPushBodySize <= 0 {
+		opts.MaxPushBodySize = d.MaxPushBodySize
+	}
+	if opts.DefaultLimit <= 0 {
+		opts.DefaultLimit = d.DefaultLimit
+	}
+	if opts.DefaultLookback <= 0 {
+		opts.DefaultLookback = d.DefaultLookback
+	}
+	if opts.TailInterval <= 0 {
+		opts.TailInterval = d.TailInterval
+	}
+	if opts.Version == "" {
+		opts.Version = d.Version
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Ingest.Now == nil {
+		opts.Ingest.Now = opts.Now
+	}
+	a := &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(store, opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
+	mux := http.NewServeMux()
+	const p = "/loki/api/v1/"
+	mux.HandleFunc("POST "+p+"push", a.push)
+	for path, h := range map[string]http.HandlerFunc{
+		"query":                        a.query,
+		"query_range":                  a.queryRange,
+		"labels":                       a.labelNames,
+		"label":                        a.labelNames,
+		"label/{name}/values":          a.labelValues,
+		"series":                       a.series,
+		"index/stats":                  a.indexStats,
+		"index/volume":                 a.volume,
+		"index/volume_range":           a.volumeRange,
+		"detected_fields":              a.detectedFields,
+		"detected_field/{name}/values": a.detectedFieldValues,
+		"detected_labels":              a.detectedLabels,
+		"patterns":                     a.patterns,
+		"format_query":                 a.formatQuery,
+		"status/buildinfo":             a.buildInfo,
+	} {
+		mux.HandleFunc("GET "+p+path, h)
+		mux.HandleFunc("POST "+p+path, h)
+	}
+	mux.HandleFunc("GET "+p+"tail", a.tail)
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// Errors: Loki answers with a plain-text body and the status code.
+
+func lokiError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
+}
+
+func (a *lokiAPI) badRequest(w http.ResponseWriter, err error) {
+	lokiError(w, http.StatusBadRequest, err.Error())
+}
+
+// queryError maps an engine or store error to Loki's status codes.
+func (a *lokiAPI) queryError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, logql.ErrParse), errors.Is(err, logql.ErrLimitExceeded),
+		errors.Is(err, logql.ErrInvalidParams), errors.Is(err, logql.ErrTooManySeries),
+		errors.Is(err, logql.ErrPipeline), errors.Is(err, errBadParam):
+		lokiError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
+		lokiError(w, 499, "context canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		lokiError(w, http.StatusGatewayTimeout, err.Error())
+	default:
+		a.log.Error("loki_query_failed", "path", r.URL.Path, "err", err)
+		lokiError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+var errBadParam = errors.New("bad request parameter")
+
+// Parameters.
+
+// lokiTime parses a Loki time parameter: unix nanoseconds (integers of more
+// than 10 digits), unix seconds (shorter integers or floats) or RFC3339.
+func lokiTime(v string, def int64) (int64, error) {
+	if v == "" {
+		return def, nil
+	}
+	if !strings.ContainsAny(v, ".eE") {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			if len(strings.TrimLeft(v, "-+")) <= 10 {
+				return n * 1e9, nil
+			}
+			return n, nil
+		}
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/1e9 {
+			return 0, fmt.Errorf("%w: invalid time %q", errBadParam, v)
+		}
+		sec, frac := math.Modf(f)
+		return int64(sec)*1e9 + int64(math.Round(frac*1e9)), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UnixNano(), nil
+	}
+	return 0, fmt.Errorf("%w: cannot parse %q to a valid timestamp", errBadParam, v)
+}
+
+// lokiDuration parses a duration (Prometheus syntax) or float seconds.
+func lokiDuration(v string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		d := f * float64(time.Second)
+		if math.IsNaN(d) || d > math.MaxInt64 || d < math.MinInt64 {
+			return 0, fmt.Errorf("%w: invalid duration %q", errBadParam, v)
+		}
+		return time.Duration(d), nil
+	}
+	if d, err := model.ParseDuration(v); err == nil {
+		return time.Duration(d), nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%w: cannot parse %q to a valid duration", errBadParam, v)
+}
+
+// rangeParams are start and end of a range request (ns).
+func (a *lokiAPI) rangeParams(r *http.Request, lookback time.Duration) (start, end int64, err error) {
+	now := a.now().UnixNano()
+	if end, err = lokiTime(r.FormValue("end"), now); err != nil {
+		return 0, 0, err
+	}
+	def := end - int64(lookback)
+	if since := r.FormValue("since"); since != "" {
+		d, err := lokiDuration(since)
+		if err != nil {
+			return 0, 0, err
+		}
+		def = end - int64(d)
+	}
+	if start, err = lokiTime(r.FormValue("start"), def); err != nil {
+		return 0, 0, err
+	}
+	if end < start {
+		return 0, 0, fmt.Errorf("%w: end timestamp must not be before or equal to start time", errBadParam)
+	}
+	return start, end, nil
+}
+
+func (a *lokiAPI) limitParam(r *http.Request, def int) (int, error) {
+	v := r.FormValue("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: limit must be a positive value", errBadParam)
+	}
+	return n, nil
+}
+
+func directionParam(r *http.Request) (logql.Direction, error) {
+	switch strings.ToLower(r.FormValue("direction")) {
+	case "", "backward":
+		return logql.Backward, nil
+	case "forward":
+		return logql.Forward, nil
+	}
+	return 0, fmt.Errorf("%w: invalid direction %q", errBadParam, r.FormValue("direction"))
+}
+
+// selectorMatchers parses a stream selector (a log query whose pipeline is
+// ignored); empty means all streams.
+func selectorMatchers(q string) ([]*labels.Matcher, error) {
+	if strings.TrimSpace(q) == "" {
+		return nil, nil
+	}
+	e, err := logql.ParseExpr(q)
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := e.(*logql.LogSelectorExpr)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not a stream selector", errBadParam, q)
+	}
+	return sel.Matchers, nil
+}
+
+// Query endpoints.
+
+func (a *lokiAPI) query(w http.ResponseWriter, r *http.Request) {
+	t, err := lokiTime(r.FormValue("time"), a.now().UnixNano())
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	p, err := a.commonQueryParams(r)
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	p.Start, p.End, p.Instant = t, t, true
+	a.runQuery(w, r, p)
+}
+
+func (a *lokiAPI) queryRange(w http.ResponseWriter, r *http.Request) {
+	p, err := a.commonQueryParams(r)
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	if p.Start, p.End, err = a.rangeParams(r, a.opts.DefaultLookback); err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	if v := r.FormValue("step"); v != "" {
+		if p.Step, err = lokiDuration(v); err != nil {
+			a.badRequest(w, err)
+			return
+		}
+		if p.Step <= 0 {
+			a.badRequest(w, fmt.Errorf("%w: zero or negative query resolution step widths are not accepted. Try a positive integer", errBadParam))
+			return
+		}
+	} else {
+		p.Step = defaultStep(p.Start, p.End)
+	}
+	if (p.End-p.Start)/int64(p.Step) > 11000 {
+		a.badRequest(w, fmt.Errorf("%w: exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)", errBadParam))
+		return
+	}
+	if v := r.FormValue("interval"); v != "" {
+		if p.Interval, err = lokiDuration(v); err != nil {
+			a.badRequest(w, err)
+			return
+		}
+	}
+	a.runQuery(w, r, p)
+}
+
+// defaultStep is Loki's: the range over 250 points, at least one second.
+func defaultStep(start, end int64) time.Duration {
+	s := math.Ceil(float64(end-start) / float64(time.Second) / 250)
+	return time.Duration(max(s, 1)) * time.Second
+}
+
+func (a *lokiAPI) commonQueryParams(r *http.Request) (logql.QueryParams, error) {
+	var p logql.QueryParams
+	p.Query = r.FormValue("query")
+	if p.Query == "" {
+		return p, fmt.Errorf("%w: query must not be empty", errBadParam)
+	}
+	var err error
+	if p.Limit, err = a.limitParam(r, a.opts.DefaultLimit); err != nil {
+		return p, err
+	}
+	if p.Direction, err = directionParam(r); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func (a *lokiAPI) runQuery(w http.ResponseWriter, r *http.Request, p logql.QueryParams) {
+	res, err := a.engine.Query(r.Context(), p)
+	if err != nil {
+		a.queryError(w, r, err)
+		return
+	}
+	categorize := false
+	for _, v := range r.Header.Values("X-Loki-Response-Encoding-Flags") {
+		for _, f := range strings.Split(v, ",") {
+			if strings.TrimSpace(f) == "categorize-labels" {
+				categorize = true
+			}
+		}
+	}
+	writeJSON(w, appendQueryResponse(nil, res, p.Direction, categorize))
+}
+
+func writeJSON(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// Push.
+
+func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
+	req, err := loki.DecodeBody(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"), r.Body, a.opts.MaxPushBodySize)
+	switch {
+	case errors.Is(err, loki.ErrTooLarge):
+		lokiError(w, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	case err != nil:
+		a.badRequest(w, err)
+		return
+	}
+	_, err = a.ing.Push(r.Context(), req)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, loki.ErrInvalid):
+		a.badRequest(w, err)
+	case errors.Is(err, logstore.ErrEmptyLabels):
+		a.badRequest(w, err)
+	default:
+		a.log.Error("loki_push_failed", "err", err)
+		lokiError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// Small endpoints.
+
+func (a *lokiAPI) formatQuery(w http.ResponseWriter, r *http.Request) {
+	e, err := logql.ParseExpr(r.FormValue("query"))
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	b := []byte(`{"status":"success","data":`)
+	b = appendJSONString(b, e.String())
+	writeJSON(w, append(b, '}'))
+}
+
+func (a *lokiAPI) buildInfo(w http.ResponseWriter, _ *http.Request) {
+	b := []byte(`{"version":`)
+	b = appendJSONString(b, a.opts.Version)
+	b = append(b, `,"revision":"","branch":"","buildUser":"","buildDate":"","goVersion":`...)
+	b = appendJSONString(b, runtime.Version())
+	writeJSON(w, append(b, '}'))
+}
+
+// patterns answers Loki's pattern endpoint with no patterns: weft does not
+// mine log patterns (yet).
+func (a *lokiAPI) patterns(w http.ResponseWriter, r *http.Request) {
+	if _, _, err := a.rangeParams(r, a.opts.DefaultLookback); err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	writeJSON(w, []byte(`{"status":"success","data":[]}`))
+}

@@ -27,6 +27,10 @@ var roundTripQueries = []struct{ in, want string }{
 	{`sum(rate({app="a"}[1m])) without (a)`, `sum without (a) (rate({app="a"} [1m]))`},
 	{`topk(3, rate({app="a"}[1m]))`, `topk(3, rate({app="a"} [1m]))`},
 	{`a_b_c`, ``},
+	// what Grafana's Loki data source sends (log volume, explore)
+	{`sum by (level, detected_level) (count_over_time({app="x"} | drop __error__[1m]))`, `sum by (level, detected_level) (count_over_time({app="x"} | drop __error__ [1m]))`},
+	{"{app=\"x\"} |= `` | json | logfmt | drop __error__, __error_details__", `{app="x"} |= "" | json | logfmt | drop __error__, __error_details__`},
+	{`sum(count_over_time({app="x"}[$__auto]))`, ``},
 	{`1 + 2 * 3`, `1 + (2 * 3)`},
 	{`(1 + 2) * 3`, `(1 + 2) * 3`},
 	{`2 ^ 3 ^ 2`, `2 ^ (3 ^ 2)`},

@@ -221,3 +221,29 @@ func TestInterval(t *testing.T) {
 		t.Fatalf("entries %v, want one every 3s", got)
 	}
 }
+
+func TestConcurrentQueries(t *testing.T) {
+	src := &memSource{}
+	for i := range 200 {
+		src.add(labels.FromStrings("app", "a", "pod", fmt.Sprint(i%4)), Entry{Timestamp: int64(i), Line: fmt.Sprintf("n=%d", i)})
+	}
+	eng := NewEngine(src, DefaultEngineOptions())
+	queries := []string{
+		`{app="a"} | logfmt | line_format "{{.n}}-{{.pod}}" | label_format x="{{.n}}"`,
+		`sum by (pod) (rate({app="a"} | logfmt | n > 10 [100ns]))`,
+		`sum_over_time({app="a"} | logfmt | unwrap n [200ns])`,
+	}
+	errc := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			q := queries[g%len(queries)]
+			_, err := eng.Query(context.Background(), QueryParams{Query: q, Start: 0, End: 200, Step: 50, Direction: Backward, Limit: 50})
+			errc <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -398,7 +398,8 @@ func titleCase(s string) string {
 	prev := ' '
 	return strings.Map(func(r rune) rune {
 		defer func() { prev = r }()
-		if unicode.IsSpace(prev) || prev == '-' || prev == '_' {
+		// word boundaries as strings.Title: anything but letters, digits and '_'
+		if !(unicode.IsLetter(prev) || unicode.IsDigit(prev) || prev == '_') {
 			return unicode.ToTitle(r)
 		}
 		return r

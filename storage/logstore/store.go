@@ -52,6 +52,11 @@ type Store struct {
 	// query sees every entry exactly once.
 	sealMu sync.RWMutex
 
+	// sealQ hands full heads to the sealer goroutine, so that compressing
+	// and building token filters stays off the push path. nil without
+	// background goroutines (then Push seals inline).
+	sealQ chan *stream
+
 	closed   atomic.Bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -110,8 +115,10 @@ func Open(ctx context.Context, db *pebble.DB, ix *index.Index, opts Options) (*S
 		return nil, fmt.Errorf("open log store: %w", err)
 	}
 	if opts.MaintenanceInterval > 0 {
-		s.wg.Add(1)
+		s.sealQ = make(chan *stream, sealQueueLen)
+		s.wg.Add(2)
 		go s.maintenanceLoop()
+		go s.sealerLoop()
 	}
 	return s, nil
 }
@@ -343,6 +350,13 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 		p.st.appendLocked(p.entries, p.seq, now)
 		full := len(p.st.entries) >= s.opts.SealEntries || p.st.bytes >= s.opts.SealBytes
 		p.st.mu.Unlock()
+		if full && s.sealQ != nil {
+			select {
+			case s.sealQ <- p.st:
+				continue
+			default: // queue full: seal here, which slows the pushers down
+			}
+		}
 		if full {
 			if err := s.sealStream(p.st); err != nil {
 				// The entries are durable; sealing is retried by maintenance.
@@ -362,6 +376,30 @@ func (s *Store) Close() error {
 	})
 	s.wg.Wait()
 	return nil
+}
+
+// sealQueueLen bounds the heads waiting for the sealer; beyond it pushes
+// seal inline (backpressure).
+const sealQueueLen = 1024
+
+func (s *Store) sealerLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case st := <-s.sealQ:
+			st.mu.Lock()
+			full := len(st.entries) >= s.opts.SealEntries || st.bytes >= s.opts.SealBytes
+			st.mu.Unlock()
+			if !full {
+				continue // sealed meanwhile
+			}
+			if err := s.sealStream(st); err != nil {
+				s.log.Error("log_seal_failed", "stream", uint64(st.id), "err", err)
+			}
+		}
+	}
 }
 
 func (s *Store) maintenanceLoop() {

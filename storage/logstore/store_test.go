@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"go.uber.org/goleak"
 
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/query/logql"
@@ -274,5 +275,47 @@ func TestMetadataQueries(t *testing.T) {
 	// Stream a: 3 entries sealed into chunks of 2 and 1; b: 1 in its head.
 	if want := (Stats{Streams: 2, Chunks: 2, Entries: 4, Bytes: 10}); st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}
+
+// With background goroutines, full heads are sealed by the sealer; Close
+// stops every goroutine.
+func TestBackgroundSealer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	o := testOptions()
+	o.MaintenanceInterval = time.Hour
+	o.SealEntries = 10
+	s, err := Open(context.Background(), db.db, db.ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := labels.FromStrings("app", "x")
+	for i := range 10 {
+		push(t, s, ls, ent(int64(i), fmt.Sprint(i)))
+	}
+	// Wait for the sealer without timing: a seal call waits for one in
+	// progress, and the head is empty once the sealer is done.
+	st := s.streams[func() index.ID {
+		for id := range s.streams {
+			return id
+		}
+		return 0
+	}()]
+	for {
+		st.mu.Lock()
+		n := len(st.entries)
+		st.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(selectAll(t, s, all())); n != 10 {
+		t.Fatalf("%d entries after sealing, want 10", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

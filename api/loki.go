@@ -146,7 +146,7 @@ func (a *lokiAPI) queryError(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case errors.Is(err, logql.ErrParse), errors.Is(err, logql.ErrLimitExceeded),
 		errors.Is(err, logql.ErrInvalidParams), errors.Is(err, logql.ErrTooManySeries),
-		errors.Is(err, logql.ErrPipeline), errors.Is(err, errBadParam):
+		errors.Is(err, logql.ErrPipeline), errors.Is(err, logql.ErrExecution), errors.Is(err, errBadParam):
 		lokiError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
 		lokiError(w, 499, "context canceled")

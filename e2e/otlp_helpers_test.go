@@ -115,12 +115,12 @@ type otlpPrometheusPeer struct {
 	url string
 }
 
-func startOTLPPrometheus(tb testing.TB) *otlpPrometheusPeer {
+func startOTLPPrometheus(tb testing.TB, strategy string) *otlpPrometheusPeer {
 	tb.Helper()
 	bin := otlpPeerBin(tb, "prometheus")
 	dir := tb.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global: {}\notlp:\n  translation_strategy: UnderscoreEscapingWithSuffixes\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("global: {}\notlp:\n  translation_strategy: "+strategy+"\n"), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	addr := otlpFreePort(tb)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/otlptranslator"
 	"github.com/prometheus/prometheus/model/labels"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -167,15 +168,29 @@ func deltaPayloads(end time.Time) []pmetric.Metrics {
 // TestOTLPMatchesPrometheus sends the same OTLP payloads to weft and to the
 // pinned Prometheus (--web.enable-otlp-receiver, otlp-deltatocumulative)
 // and requires identical stored samples: names, labels, timestamps, float
-// values and native histograms. weft runs with workload-context labels off
+// values and native histograms, under each translation strategy. weft runs
+// with workload-context labels off
 // for the comparison; a second weft with the default mapping must store
 // Prometheus' samples plus exactly the context labels.
 func TestOTLPMatchesPrometheus(t *testing.T) {
-	prom := startOTLPPrometheus(t)
+	for _, strategy := range []otlptranslator.TranslationStrategyOption{
+		otlptranslator.UnderscoreEscapingWithSuffixes,
+		otlptranslator.NoUTF8EscapingWithSuffixes,
+		otlptranslator.NoTranslation,
+	} {
+		t.Run(string(strategy), func(t *testing.T) { testOTLPMatchesPrometheus(t, strategy) })
+	}
+}
+
+func testOTLPMatchesPrometheus(t *testing.T, strategy otlptranslator.TranslationStrategyOption) {
+	prom := startOTLPPrometheus(t, string(strategy))
 	plainOpts := api.DefaultOTLPOptions()
+	plainOpts.Ingest.TranslationStrategy = strategy
 	plainOpts.Ingest.Workload = workload.Options{}
 	plain := startWeftOTLP(t, plainOpts)
-	withCtx := startWeftOTLP(t, api.DefaultOTLPOptions())
+	ctxOpts := api.DefaultOTLPOptions()
+	ctxOpts.Ingest.TranslationStrategy = strategy
+	withCtx := startWeftOTLP(t, ctxOpts)
 
 	now := time.Now().Truncate(time.Second)
 	payloads := func() []pmetric.Metrics {

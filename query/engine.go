@@ -24,6 +24,10 @@ const (
 	// ("rate(x[5m])[1h:]"). Prometheus uses the global evaluation_interval,
 	// whose default is one minute.
 	DefaultSubqueryStep = time.Minute
+	// DefaultMaxConcurrency is how many queries a Prometheus server runs at
+	// once (--query.max-concurrency); further queries wait for a slot until
+	// their timeout. Callers build the tracker that enforces it.
+	DefaultMaxConcurrency = 20
 )
 
 // EngineOptions configures the PromQL engine.
@@ -44,6 +48,10 @@ type EngineOptions struct {
 	// SubqueryStep is the step of subqueries written without one; default
 	// DefaultSubqueryStep.
 	SubqueryStep time.Duration
+	// ActiveQueryTracker bounds concurrent queries and records running ones
+	// (promql.NewActiveQueryTracker); nil means unbounded. The caller owns
+	// it and closes it after the last query.
+	ActiveQueryTracker promql.QueryTracker
 }
 
 // DefaultEngineOptions returns the options of a default Prometheus server.
@@ -84,6 +92,7 @@ func NewEngine(opts EngineOptions) *promql.Engine {
 		Reg:                      opts.Registerer,
 		MaxSamples:               opts.MaxSamples,
 		Timeout:                  opts.Timeout,
+		ActiveQueryTracker:       opts.ActiveQueryTracker,
 		LookbackDelta:            opts.LookbackDelta,
 		NoStepSubqueryIntervalFn: func(int64) int64 { return step },
 		EnableAtModifier:         true,

@@ -25,9 +25,10 @@ type fileConfig struct {
 		MaxExemplarsPerSeries *int      `yaml:"max_exemplars_per_series"`
 	} `yaml:"storage"`
 	Query struct {
-		Timeout       *duration `yaml:"timeout"`
-		MaxSamples    *int      `yaml:"max_samples"`
-		LookbackDelta *duration `yaml:"lookback_delta"`
+		Timeout        *duration `yaml:"timeout"`
+		MaxSamples     *int      `yaml:"max_samples"`
+		LookbackDelta  *duration `yaml:"lookback_delta"`
+		MaxConcurrency *int      `yaml:"max_concurrency"`
 	} `yaml:"query"`
 	Limits struct {
 		RemoteWrite struct {
@@ -94,6 +95,9 @@ func (c *fileConfig) apply(opts *app.Options) {
 	setDur(&opts.Query.LookbackDelta, c.Query.LookbackDelta)
 	if c.Query.MaxSamples != nil {
 		opts.Query.MaxSamples = *c.Query.MaxSamples
+	}
+	if c.Query.MaxConcurrency != nil {
+		opts.QueryMaxConcurrency = *c.Query.MaxConcurrency
 	}
 	rw := c.Limits.RemoteWrite
 	if rw.MaxBodyBytes != nil {

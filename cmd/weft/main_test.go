@@ -21,6 +21,7 @@ query:
   timeout: 30s
   max_samples: 1000
   lookback_delta: 2m
+  max_concurrency: 4
 limits:
   remote_write:
     max_body_bytes: 1048576
@@ -43,7 +44,7 @@ http:
 			if o.Storage.Retention != 30*24*time.Hour || o.Storage.OutOfOrderWindow != 10*time.Minute || o.EnableAdminAPI {
 				t.Errorf("storage %+v admin %v", o.Storage, o.EnableAdminAPI)
 			}
-			if o.Query.Timeout != 2*time.Minute || o.Query.MaxSamples != 50_000_000 || o.Query.LookbackDelta != 5*time.Minute {
+			if o.Query.Timeout != 2*time.Minute || o.Query.MaxSamples != 50_000_000 || o.Query.LookbackDelta != 5*time.Minute || o.QueryMaxConcurrency != 20 {
 				t.Errorf("query %+v", o.Query)
 			}
 			if o.Flags["http-addr"] != ":9338" || o.Flags["retention"] != "30d" {
@@ -59,7 +60,7 @@ http:
 			if o.Storage.Retention != 7*24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute {
 				t.Errorf("storage %+v", o.Storage)
 			}
-			if o.Query.Timeout != 30*time.Second || o.Query.MaxSamples != 1000 || o.Query.LookbackDelta != 2*time.Minute {
+			if o.Query.Timeout != 30*time.Second || o.Query.MaxSamples != 1000 || o.Query.LookbackDelta != 2*time.Minute || o.QueryMaxConcurrency != 4 {
 				t.Errorf("query %+v", o.Query)
 			}
 			if o.RemoteWrite.MaxBodyBytes != 1<<20 || o.RemoteWrite.Ingest.MaxLabelsPerSeries != 40 || !o.EnableAdminAPI || o.ShutdownTimeout != 10*time.Second {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/prometheus/promql"
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/query"
@@ -22,11 +23,12 @@ import (
 // closes the storage. Methods are safe for concurrent use; Stop is
 // idempotent.
 type App struct {
-	opts   Options
-	logger *slog.Logger
-	db     *storage.DB
-	api    *api.Server
-	srv    *http.Server
+	opts    Options
+	logger  *slog.Logger
+	db      *storage.DB
+	tracker *promql.ActiveQueryTracker
+	api     *api.Server
+	srv     *http.Server
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -52,6 +54,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.CORSOrigin == "" {
 		opts.CORSOrigin = def.CORSOrigin
 	}
+	if opts.QueryMaxConcurrency <= 0 {
+		opts.QueryMaxConcurrency = def.QueryMaxConcurrency
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -76,7 +81,18 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		newStorageCollector(db),
 	)
 
+	tracker, err := promql.NewActiveQueryTracker(opts.DataDir, opts.QueryMaxConcurrency, logger.With("component", "active queries"))
+	if err != nil {
+		return nil, fmt.Errorf("active query tracker: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tracker.Close())
+		}
+	}()
+
 	qopts := opts.Query
+	qopts.ActiveQueryTracker = tracker
 	qopts.Logger = logger.With("component", "query engine")
 	qopts.Registerer = reg
 	engine := query.NewEngine(qopts)
@@ -109,10 +125,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 
 	return &App{
-		opts:   opts,
-		logger: logger,
-		db:     db,
-		api:    srvAPI,
+		opts:    opts,
+		logger:  logger,
+		db:      db,
+		tracker: tracker,
+		api:     srvAPI,
 		srv: &http.Server{
 			Handler:           srvAPI,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -180,6 +197,9 @@ func (a *App) Stop(ctx context.Context) error {
 			if err := <-a.serveErr; err != nil {
 				errs = append(errs, fmt.Errorf("serve http: %w", err))
 			}
+		}
+		if err := a.tracker.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
 		}
 		if err := a.db.Flush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("flush head: %w", err))

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,6 +84,9 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + a.Addr().String()
+	if _, err := os.Stat(filepath.Join(dir, "queries.active")); err != nil {
+		t.Errorf("active query log: %v", err)
+	}
 	if code, body := getBody(t, client, base+"/-/ready"); code != 200 || body != "weft is Ready.\n" {
 		t.Fatalf("ready: %d %q", code, body)
 	}

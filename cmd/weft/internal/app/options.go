@@ -39,6 +39,10 @@ type Options struct {
 	Storage storage.Options
 	// Query configures the PromQL engine (timeout, max samples, lookback).
 	Query query.EngineOptions
+	// QueryMaxConcurrency is how many queries run at once; more wait for a
+	// slot. Running queries are recorded in <DataDir>/queries.active and
+	// logged at the next start if weft crashed while they ran.
+	QueryMaxConcurrency int
 	// RemoteWrite configures the remote-write receiver's limits.
 	RemoteWrite api.RemoteWriteOptions
 	// EnableAdminAPI serves delete_series and clean_tombstones.
@@ -59,15 +63,16 @@ type Options struct {
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		DataDir:         DefaultDataDir,
-		HTTPAddr:        DefaultHTTPAddr,
-		OTLPGRPCAddr:    DefaultOTLPGRPCAddr,
-		OTLPHTTPAddr:    DefaultOTLPHTTPAddr,
-		Storage:         storage.DefaultOptions(),
-		Query:           query.DefaultEngineOptions(),
-		RemoteWrite:     api.DefaultRemoteWriteOptions(),
-		CORSOrigin:      ".*",
-		ShutdownTimeout: DefaultShutdownTimeout,
-		BuildInfo:       api.DefaultOptions().BuildInfo,
+		DataDir:             DefaultDataDir,
+		HTTPAddr:            DefaultHTTPAddr,
+		OTLPGRPCAddr:        DefaultOTLPGRPCAddr,
+		OTLPHTTPAddr:        DefaultOTLPHTTPAddr,
+		Storage:             storage.DefaultOptions(),
+		Query:               query.DefaultEngineOptions(),
+		QueryMaxConcurrency: query.DefaultMaxConcurrency,
+		RemoteWrite:         api.DefaultRemoteWriteOptions(),
+		CORSOrigin:          ".*",
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		BuildInfo:           api.DefaultOptions().BuildInfo,
 	}
 }

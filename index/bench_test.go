@@ -1,8 +1,13 @@
 package index
 
-// Benchmarks against Prometheus' head index, in the same `go test -bench` run:
+// Benchmarks against Prometheus' head, each weft figure beside Prometheus'
+// in the same `go test -bench` run:
 //
-//	WEFT_BENCH_SERIES=1000000 go test -run '^$' -bench . -benchtime 1x ./index/
+//	go test -run '^$' -bench 'CreateSeries|GetExistingSeries' -benchtime 300000x ./index/
+//	WEFT_BENCH_SERIES=1000000 go test -run '^$' -bench MemoryPerSeries -benchtime 1x ./index/
+//	WEFT_BENCH_SERIES=1000000 go test -run '^$' -bench Postings -benchtime 50x ./index/
+//
+// (At 5M series the postings fixture holds ~9 GiB: set GOMEMLIMIT.)
 //
 // Each benchmark reports wall time and "cpu-ns/op", the process CPU time
 // (getrusage) per operation: on a machine shared with other work, CPU time is

@@ -189,3 +189,13 @@ func (m chunkMeta) mayMatch(fs []logql.LineFilter) bool {
 	}
 	return true
 }
+
+// mayHaveMeta reports whether an entry of the chunk may carry every pair.
+func (m chunkMeta) mayHaveMeta(pairs []labels.Label) bool {
+	for _, l := range pairs {
+		if !m.filter.mayHaveMeta(l.Name, l.Value) {
+			return false
+		}
+	}
+	return true
+}

@@ -25,6 +25,20 @@ var _ logql.Source = (*Store)(nil)
 // The iterator reads a consistent snapshot taken now. Safe for concurrent
 // use.
 func (s *Store) Select(ctx context.Context, p logql.SelectParams) (logql.EntryIterator, error) {
+	return s.SelectWithHints(ctx, p, Hints{})
+}
+
+// Hints are pushdown hints beyond logql.SelectParams. Like line filters they
+// only let the store skip chunks; the caller still filters every entry.
+type Hints struct {
+	// MetadataEqual: every wanted entry carries each of these structured
+	// metadata pairs (a conjunction, e.g. from `| trace_id="abc"` outside
+	// any `or`). Chunks whose token filter lacks one are skipped.
+	MetadataEqual []labels.Label
+}
+
+// SelectWithHints is Select with extra pushdown hints.
+func (s *Store) SelectWithHints(ctx context.Context, p logql.SelectParams, h Hints) (logql.EntryIterator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -35,7 +49,7 @@ func (s *Store) Select(ctx context.Context, p logql.SelectParams) (logql.EntryIt
 	if err != nil {
 		return nil, fmt.Errorf("select logs: %w", err)
 	}
-	it := &iterator{ctx: ctx, s: s, p: p}
+	it := &iterator{ctx: ctx, s: s, p: p, hints: h}
 	firstPart, lastPart := s.partOf(p.Start), s.partOf(p.End-1)
 	s.sealMu.RLock()
 	s.mu.RLock()
@@ -79,6 +93,7 @@ type iterator struct {
 	ctx     context.Context
 	s       *Store
 	p       logql.SelectParams
+	hints   Hints
 	snap    *pebble.Snapshot
 	streams []selStream
 	next    int // index of the next stream in streams
@@ -177,7 +192,7 @@ func (it *iterator) openStream(sel selStream) error {
 			if m.maxT < it.p.Start {
 				continue
 			}
-			if !m.mayMatch(it.p.LineFilters) {
+			if !m.mayMatch(it.p.LineFilters) || !m.mayHaveMeta(it.hints.MetadataEqual) {
 				it.chunksSkipped++
 				continue
 			}

@@ -217,22 +217,35 @@ func TestConcurrentPushSealSelect(t *testing.T) {
 			done <- nil
 		}()
 	}
-	stop := make(chan struct{})
+	// The reader checks snapshots while writers push and seal; it never
+	// calls t.Fatal (not its goroutine) and is waited for.
+	stop, readerDone := make(chan struct{}), make(chan error, 1)
 	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			seen := map[string]bool{}
-			for _, e := range selectAll(t, s, all()) {
-				if seen[e.Line] {
-					t.Errorf("duplicate %q", e.Line)
+		readerDone <- func() error {
+			for {
+				select {
+				case <-stop:
+					return nil
+				default:
 				}
-				seen[e.Line] = true
+				it, err := s.Select(context.Background(), all())
+				if err != nil {
+					return err
+				}
+				seen := map[string]bool{}
+				for it.Next() {
+					_, e := it.At()
+					if seen[e.Line] {
+						it.Close()
+						return fmt.Errorf("duplicate %q", e.Line)
+					}
+					seen[e.Line] = true
+				}
+				if err := it.Close(); err != nil {
+					return err
+				}
 			}
-		}
+		}()
 	}()
 	for range writers {
 		if err := <-done; err != nil {
@@ -240,6 +253,9 @@ func TestConcurrentPushSealSelect(t *testing.T) {
 		}
 	}
 	close(stop)
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
 	if n := len(selectAll(t, s, all())); n != writers*perWriter {
 		t.Fatalf("%d entries, want %d", n, writers*perWriter)
 	}
@@ -317,5 +333,38 @@ func TestBackgroundSealer(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestMetadataHintSkipsChunks(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	o := testOptions()
+	o.SealEntries = 50
+	s := openTestStore(t, db, o)
+	ls := labels.FromStrings("app", "api")
+	for c := range 10 {
+		es := make([]logql.Entry, 50)
+		for i := range es {
+			n := c*50 + i
+			es[i] = ent(int64(n), "request done", "trace_id", fmt.Sprintf("%032x", n*7919))
+		}
+		push(t, s, ls, es...)
+	}
+	want := fmt.Sprintf("%032x", 321*7919)
+	it, err := s.SelectWithHints(context.Background(), all(), Hints{MetadataEqual: []labels.Label{{Name: "trace_id", Value: want}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for it.Next() {
+		if _, e := it.At(); e.Metadata.Get("trace_id") == want {
+			found++
+		}
+	}
+	ii := it.(*iterator)
+	it.Close()
+	if found != 1 || ii.chunksRead != 1 || ii.chunksSkipped != 9 {
+		t.Fatalf("found %d, read %d chunks, skipped %d; want 1, 1, 9", found, ii.chunksRead, ii.chunksSkipped)
 	}
 }

@@ -57,6 +57,10 @@ type appender struct {
 	exemplars []pendingExemplar
 	metas     []record.Metadata
 	done      bool
+
+	// partLo, partHi bound the partition of the batch's newest sample
+	// [partLo, partHi), set by Commit for apply's fast path.
+	partLo, partHi int64
 }
 
 // appenderPool recycles appenders (and their sample slices) between

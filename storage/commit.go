@@ -111,6 +111,11 @@ func (a *appender) Commit() error {
 	if len(frame) == 0 {
 		return nil
 	}
+	a.partLo, a.partHi = 0, 0 // empty range: no fast path
+	if maxt != math.MinInt64 {
+		p := db.partOf(maxt)
+		a.partLo, a.partHi = p*db.partMs, (p+1)*db.partMs
+	}
 
 	db.commitMu.RLock()
 	seq, err := db.wal.Log(frame)
@@ -150,9 +155,15 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 	db := a.db
 	var oooFull []*memSeries
 	var applied uint64
+	lo, hi := a.partLo, a.partHi
 	for _, p := range a.samples {
 		s := p.s
 		s.mu.Lock()
+		if db.appendFloatFastLocked(s, p.x, lo, hi) {
+			s.mu.Unlock()
+			applied++
+			continue
+		}
 		err := db.checkLocked(s, p.x, false)
 		if err == nil {
 			var didSeal, ooo bool

@@ -260,6 +260,39 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 	return sealed, false, nil
 }
 
+// appendFloatFastLocked appends x to the series' open float chunk when it is
+// the common case: an in-order float sample following a float sample, in the
+// same partition [lo, hi) as the chunk's first sample, into a chunk that
+// needs no cut. It reports false, having changed nothing, when the general
+// path (checkLocked, appendLocked) must decide.
+//
+// This is the per-sample cost of every scrape and remote-write batch, so it
+// avoids what the general path re-derives per sample: four partition
+// divisions (the caller computed lo and hi once per commit), the
+// duplicate/window checks (an in-order sample passes them by definition) and
+// the histogram bookkeeping.
+func (db *DB) appendFloatFastLocked(s *memSeries, x sample, lo, hi int64) bool {
+	if x.h != nil || x.fh != nil || s.chunk == nil {
+		return false
+	}
+	// lo <= cmint <= lastT < x.t < hi: one partition, no Touch, no cut for it.
+	if s.cmint < lo || x.t >= hi || x.t <= s.lastT.Load() {
+		return false
+	}
+	if s.ext != nil && (s.ext.lastH != nil || s.ext.lastFH != nil) {
+		return false
+	}
+	c := s.chunk
+	if encValType(c.Encoding()) != chunkenc.ValFloat || c.NumSamples() >= db.opts.SamplesPerChunk ||
+		len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend {
+		return false
+	}
+	s.app.Append(x.st, x.t, x.v)
+	s.lastV = x.v
+	s.lastT.Store(x.t)
+	return true
+}
+
 func (db *DB) mustCut(s *memSeries, vt chunkenc.ValueType, t int64) bool {
 	if encValType(s.chunk.Encoding()) != vt {
 		return true

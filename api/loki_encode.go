@@ -18,6 +18,8 @@ import (
 //	{"status":"success","data":{"resultType":"streams",["encodingFlags":[...],]"result":[...],"stats":{...}}}
 //
 // streams: {"stream":{labels},"values":[["<ns>","line"(,{"structuredMetadata":{..},"parsed":{..}})]]}
+//          (with categorize-labels every entry has the third element, {} when
+//          empty, and "encodingFlags" follows "resultType" whatever the type)
 // vector:  {"metric":{labels},"value":[<seconds>,"<value>"]}
 // matrix:  {"metric":{labels},"values":[[<seconds>,"<value>"],...]}
 // scalar:  [<seconds>,"<value>"]
@@ -25,7 +27,7 @@ import (
 func appendQueryResponse(b []byte, res *logql.Result, dir logql.Direction, categorize bool) []byte {
 	b = append(b, `{"status":"success","data":{"resultType":`...)
 	b = appendJSONString(b, string(res.Type))
-	if categorize && res.Type == logql.ValueTypeStreams {
+	if categorize {
 		b = append(b, `,"encodingFlags":["categorize-labels"]`...)
 	}
 	b = append(b, `,"result":`...)
@@ -80,8 +82,9 @@ func appendStreams(b []byte, ss []logql.StreamResult, dir logql.Direction, categ
 			b = append(b, `["`...)
 			b = strconv.AppendInt(b, e.Timestamp, 10)
 			b = append(b, `",`...)
-			b = appendJSONString(b, e.Line)
-			if categorize && (!e.StructuredMetadata.IsEmpty() || !e.Parsed.IsEmpty()) {
+			b = appendJSONLine(b, e.Line)
+			if categorize {
+				// Always a third element, {} when the entry has neither.
 				b = append(b, ",{"...)
 				if !e.StructuredMetadata.IsEmpty() {
 					b = append(b, `"structuredMetadata":`...)
@@ -217,8 +220,18 @@ func appendLabelMap(b []byte, ls labels.Labels) []byte {
 	return append(b, '}')
 }
 
+// appendJSONLine appends a log line as Loki writes it: a JSON string with
+// HTML escaping (<, > and & as \u003c, \u003e, \u0026).
+func appendJSONLine(b []byte, s string) []byte {
+	enc, err := json.Marshal(s)
+	if err != nil {
+		panic("BUG: marshal string: " + err.Error())
+	}
+	return append(b, enc...)
+}
+
 // appendJSONString appends s as a JSON string (encoding/json's escaping,
-// without HTML escaping).
+// without HTML escaping), as Loki writes label names and values.
 func appendJSONString(b []byte, s string) []byte {
 	simple := true
 	for i := 0; i < len(s); i++ {

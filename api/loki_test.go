@@ -392,3 +392,25 @@ func TestLokiTail(t *testing.T) {
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 }
+
+// Entries without metadata still get the third element with
+// categorize-labels; lines are HTML-escaped as Loki writes them, labels are
+// not; metric results carry encodingFlags too.
+func TestLokiEncodingDetails(t *testing.T) {
+	e := newLokiEnv(t)
+	ts := lokiNow.Add(-time.Minute)
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"a<b>","detected_level":"x"},"values":[["%s","<html> & co"]]}]}`, ns(ts)))
+	code, body := e.get(t, "/loki/api/v1/query_range", url.Values{"query": {`{app="a<b>"} | drop detected_level`}},
+		map[string]string{"X-Loki-Response-Encoding-Flags": "categorize-labels"})
+	want := `{"status":"success","data":{"resultType":"streams","encodingFlags":["categorize-labels"],"result":[` +
+		`{"stream":{"app":"a<b>","service_name":"a<b>"},"values":[["` + ns(ts) + `","\u003chtml\u003e \u0026 co",{}]]}]}}`
+	if code != 200 || withoutStats(t, body) != want {
+		t.Fatalf("%d\n%s\nwant\n%s", code, body, want)
+	}
+	code, body = e.get(t, "/loki/api/v1/query", url.Values{"query": {`vector(3)`}, "time": {"1700000000.25"}},
+		map[string]string{"X-Loki-Response-Encoding-Flags": "categorize-labels"})
+	want = `{"status":"success","data":{"resultType":"vector","encodingFlags":["categorize-labels"],"result":[{"metric":{},"value":[1700000000.25,"3"]}]}}`
+	if code != 200 || withoutStats(t, body) != want {
+		t.Fatalf("%d\n%s\nwant\n%s", code, body, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // labelsLookback is the default range of the label and series endpoints
@@ -193,21 +194,16 @@ func (a *lokiAPI) volume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sums := map[string]*logql.Sample{}
-	var keys []labels.Labels
-	err = a.store.EachEntry(r.Context(), logql.SelectParams{Start: p.start, End: p.end + 1, Matchers: p.ms},
-		func(ls labels.Labels, newStream bool, e logql.Entry) {
-			if newStream {
-				keys = p.volumeKeys(ls)
+	err = a.store.EachStreamTotal(r.Context(), p.start, p.end+1, p.ms, func(ls labels.Labels, t logstore.Stats) {
+		for _, k := range p.volumeKeys(ls) {
+			s := sums[k.String()]
+			if s == nil {
+				s = &logql.Sample{Labels: k, T: p.end}
+				sums[k.String()] = s
 			}
-			for _, k := range keys {
-				s := sums[k.String()]
-				if s == nil {
-					s = &logql.Sample{Labels: k, T: p.end}
-					sums[k.String()] = s
-				}
-				s.V += float64(len(e.Line))
-			}
-		}, nil)
+			s.V += float64(t.Bytes)
+		}
+	})
 	if err != nil {
 		a.queryError(w, r, err)
 		return

@@ -17,6 +17,7 @@ import (
 //
 //	version byte (chunkVersion)
 //	uvarint n, varint minT, varint maxT     header: count and time range (ns)
+//	uvarint lineBytes                       sum of the line lengths
 //	token filter                            uvarint words, words little-endian
 //	uvarint body length, zstd frame         the columns below, compressed
 //
@@ -58,6 +59,7 @@ func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
 type chunkMeta struct {
 	n          int
 	minT, maxT int64
+	lineBytes  uint64
 	filter     bloom
 	body       []byte // compressed columns
 }
@@ -100,6 +102,11 @@ func appendChunk(dst []byte, es []logql.Entry) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(es)))
 	dst = binary.AppendVarint(dst, es[0].Timestamp)
 	dst = binary.AppendVarint(dst, es[len(es)-1].Timestamp)
+	lineBytes := 0
+	for _, e := range es {
+		lineBytes += len(e.Line)
+	}
+	dst = binary.AppendUvarint(dst, uint64(lineBytes))
 	dst = appendBloom(dst, f)
 	dst = binary.AppendUvarint(dst, uint64(len(comp)))
 	return append(dst, comp...)
@@ -126,6 +133,9 @@ func decodeChunkMeta(src []byte) (chunkMeta, error) {
 		return m, fmt.Errorf("chunk max time: %w", ErrCorrupt)
 	}
 	src = src[k:]
+	if m.lineBytes, src, err = readUvarint(src); err != nil {
+		return m, fmt.Errorf("chunk line bytes: %w", ErrCorrupt)
+	}
 	if m.filter, src, err = decodeBloom(src); err != nil {
 		return m, err
 	}
@@ -159,6 +169,9 @@ func decodeChunkEntries(dst []logql.Entry, m chunkMeta) ([]logql.Entry, error) {
 		if total > uint64(len(body)) {
 			return dst, fmt.Errorf("chunk line lengths: %w", ErrCorrupt)
 		}
+	}
+	if total != m.lineBytes {
+		return dst, fmt.Errorf("chunk line bytes %d, header says %d: %w", total, m.lineBytes, ErrCorrupt)
 	}
 	lines := string(body[:total])
 	body = body[total:]

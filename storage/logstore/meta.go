@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
@@ -51,17 +53,89 @@ type Stats struct {
 }
 
 // Stats counts the streams, chunks, entries and line bytes in [start, end)
-// of the streams matching ms. It reads the entries (exact, not estimated).
+// of the streams matching ms, exactly. Chunks entirely inside the range are
+// counted from their headers; only chunks crossing a bound are read.
 func (s *Store) Stats(ctx context.Context, start, end int64, ms ...*labels.Matcher) (Stats, error) {
 	var st Stats
-	err := s.EachEntry(ctx, logql.SelectParams{Start: start, End: end, Matchers: ms}, func(_ labels.Labels, newStream bool, e logql.Entry) {
-		if newStream {
-			st.Streams++
-		}
-		st.Entries++
-		st.Bytes += uint64(len(e.Line))
-	}, &st.Chunks)
+	err := s.EachStreamTotal(ctx, start, end, ms, func(_ labels.Labels, t Stats) {
+		st.Streams++
+		st.Chunks += t.Chunks
+		st.Entries += t.Entries
+		st.Bytes += t.Bytes
+	})
 	return st, err
+}
+
+// EachStreamTotal calls f with the totals (Chunks, Entries, Bytes; Streams
+// is 1) in [start, end) of each stream matching ms that has entries there.
+func (s *Store) EachStreamTotal(ctx context.Context, start, end int64, ms []*labels.Matcher, f func(ls labels.Labels, t Stats)) error {
+	ei, err := s.Select(ctx, logql.SelectParams{Start: start, End: end, Matchers: ms})
+	if err != nil {
+		return err
+	}
+	it := ei.(*iterator)
+	defer it.Close()
+	if it.snap == nil {
+		return nil
+	}
+	for _, sel := range it.streams {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := Stats{Streams: 1}
+		for _, e := range sel.head {
+			t.Entries++
+			t.Bytes += uint64(len(e.Line))
+		}
+		for _, part := range sel.parts {
+			if err := s.chunkTotals(it, sel, part, &t); err != nil {
+				return err
+			}
+		}
+		if t.Entries > 0 {
+			f(sel.st.ls, t)
+		}
+	}
+	return nil
+}
+
+func (s *Store) chunkTotals(it *iterator, sel selStream, part int64, t *Stats) error {
+	start, end := it.p.Start, it.p.End
+	iter, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(part, sel.st.id), UpperBound: chunkKey(part, sel.st.id, end, 0)})
+	if err != nil {
+		return fmt.Errorf("stream totals: %w", err)
+	}
+	defer iter.Close()
+	for iter.First(); iter.Valid(); iter.Next() {
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("stream totals: %w", err)
+		}
+		m, err := decodeChunkMeta(v)
+		if err != nil {
+			return fmt.Errorf("stream totals: chunk of stream %d: %w", sel.st.id, err)
+		}
+		if m.maxT < start {
+			continue
+		}
+		t.Chunks++
+		if m.minT >= start && m.maxT < end {
+			t.Entries += uint64(m.n)
+			t.Bytes += m.lineBytes
+			continue
+		}
+		es, err := decodeChunkEntries(nil, m)
+		if err != nil {
+			return fmt.Errorf("stream totals: chunk of stream %d: %w", sel.st.id, err)
+		}
+		for _, e := range es {
+			if e.Timestamp >= start && e.Timestamp < end {
+				t.Entries++
+				t.Bytes += uint64(len(e.Line))
+			}
+		}
+	}
+	return nil
 }
 
 // EachEntry calls f for every selected entry (newStream is true for the

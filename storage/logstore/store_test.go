@@ -292,6 +292,14 @@ func TestMetadataQueries(t *testing.T) {
 	if want := (Stats{Streams: 2, Chunks: 2, Entries: 4, Bytes: 10}); st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
+	// A bound inside the first chunk: it is read, the second counted from
+	// its header.
+	if st, err = s.Stats(ctx, 2, day); err != nil {
+		t.Fatal(err)
+	}
+	if want := (Stats{Streams: 2, Chunks: 2, Entries: 3, Bytes: 8}); st != want {
+		t.Fatalf("stats from 2: %+v, want %+v", st, want)
+	}
 }
 
 // With background goroutines, full heads are sealed by the sealer; Close

@@ -69,15 +69,18 @@ func appendChunk(dst []byte, es []logql.Entry) []byte {
 	if len(es) == 0 || len(es) > chunkenc.MaxColumnLen {
 		panic(fmt.Sprintf("BUG: chunk of %d entries", len(es)))
 	}
-	// Distinct filter items first, to size the filter.
-	items := make(map[uint64]struct{}, len(es)*4)
-	add := func(h uint64) { items[h] = struct{}{} }
+	// Distinct filter items first, to size the filter: collecting, sorting
+	// and compacting the hashes is several times faster than a set.
+	items := make([]uint64, 0, len(es)*32)
+	add := func(h uint64) { items = append(items, h) }
 	for _, e := range es {
 		lineItems(e.Line, add)
 		metaItems(e.Metadata, add)
 	}
+	slices.Sort(items)
+	items = slices.Compact(items)
 	f := newBloom(len(items))
-	for h := range items {
+	for _, h := range items {
 		f.add(h)
 	}
 

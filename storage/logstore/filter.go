@@ -58,7 +58,15 @@ func eachWord(s string, f func(w string, start, end int)) {
 	}
 }
 
+// itemHash hashes tag, a and (metadata only) 0x00 b. Words and grams are
+// short, so they are hashed from a stack buffer in one call.
 func itemHash(tag byte, a, b string) uint64 {
+	if tag != itemMeta && len(a) < 64 {
+		var buf [64]byte
+		buf[0] = tag
+		n := copy(buf[1:], a)
+		return xxhash.Sum64(buf[:1+n])
+	}
 	var d xxhash.Digest
 	d.Reset()
 	d.Write([]byte{tag})

@@ -261,3 +261,36 @@ func TestDuplicateAgainstPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSealedSeriesDropsExt checks that a plain float series goes back to
+// carrying no ext once its sealed chunks are in Pebble, and that its data
+// and duplicate checks stay intact.
+func TestSealedSeriesDropsExt(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	ls := labels.FromStrings("__name__", "x")
+	for k := int64(0); k < 130; k++ { // seals the first 120 samples
+		mustAppend(t, db, ls, k*1000, float64(k))
+	}
+	var s *memSeries
+	db.series.forEach(func(m *memSeries) { s = m })
+	if err := db.writePending([]*memSeries{s}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	ext := s.ext
+	s.mu.Unlock()
+	if ext != nil {
+		t.Fatalf("ext = %+v after its pending chunks were written, want nil", ext)
+	}
+	app := db.Appender(context.Background())
+	if _, err := app.Append(0, ls, 5_000, -1); !errors.Is(err, ErrDuplicateSample) {
+		t.Fatalf("different value at a sealed timestamp: err = %v", err)
+	}
+	if err := app.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	res := queryAll(t, db, 0, 200_000)
+	if n := len(res[ls.String()]); n != 130 {
+		t.Fatalf("read back %d samples, want 130", n)
+	}
+}

@@ -248,5 +248,6 @@ func (db *DB) flushOOO(s *memSeries) error {
 		return fmt.Errorf("write ooo chunks: %w", err)
 	}
 	s.ext.ooo = append(s.ext.ooo[:0], s.ext.ooo[k:]...)
+	s.dropExtIfEmptyLocked()
 	return nil
 }

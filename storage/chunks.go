@@ -239,6 +239,7 @@ func (db *DB) writePending(ss []*memSeries) error {
 			if len(s.ext.pending) == 0 {
 				s.ext.pending = nil
 			}
+			s.dropExtIfEmptyLocked()
 		}
 		s.mu.Unlock()
 		db.sealedChunks.Add(-int64(popped))

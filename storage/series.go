@@ -72,6 +72,18 @@ func newMemSeries(id uint64) *memSeries {
 	return s
 }
 
+// dropExtIfEmptyLocked frees ext once it holds nothing (no pending chunks,
+// out-of-order samples, exemplars or histogram last values). Sealing a
+// chunk allocates ext for its pending list; without this every series that
+// ever sealed a chunk would keep a ~96-byte ext (plus its OOO slice) for
+// the rest of its life.
+func (s *memSeries) dropExtIfEmptyLocked() {
+	e := s.ext
+	if e != nil && len(e.pending) == 0 && len(e.ooo) == 0 && len(e.ex) == 0 && e.lastH == nil && e.lastFH == nil {
+		s.ext = nil
+	}
+}
+
 func (s *memSeries) extOrNew() *seriesExt {
 	if s.ext == nil {
 		s.ext = &seriesExt{}

@@ -283,6 +283,13 @@ func (a *lokiAPI) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Start, p.End, p.Instant = t, t, true
+	// Loki 3 answers instant log queries with 400 (Grafana never sends them).
+	if e, err := logql.ParseExpr(p.Query); err == nil {
+		if _, ok := e.(*logql.LogSelectorExpr); ok {
+			a.badRequest(w, errors.New("log queries are not supported as an instant query type, please change your query to a range query type"))
+			return
+		}
+	}
 	a.runQuery(w, r, p)
 }
 

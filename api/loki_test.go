@@ -319,6 +319,10 @@ func TestLokiQueryErrors(t *testing.T) {
 		{"bad direction", url.Values{"query": {`{a="b"}`}, "direction": {"up"}}, 400},
 		{"limit too big", url.Values{"query": {`{a="b"}`}, "limit": {"100000"}}, 400},
 	}
+	code, body := e.get(t, "/loki/api/v1/query", url.Values{"query": {`{a="b"}`}}, nil)
+	if code != 400 || !strings.Contains(body, "not supported as an instant query") {
+		t.Fatalf("instant log query: %d %s", code, body)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, body := e.get(t, "/loki/api/v1/query_range", c.params, nil)

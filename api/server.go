@@ -72,9 +72,6 @@ func New(opts Options) (*Server, error) {
 		})
 	}
 	s.mux.Handle("POST /api/v1/write", instr.wrap("/api/v1/write", s.requireReady(rw)))
-	s.mux.Handle("POST /api/v1/otlp/v1/metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "the OTLP receiver is not served yet", http.StatusNotFound)
-	}))
 
 	// Prometheus' snapshot handler creates a directory under the data
 	// directory before asking the storage; weft has no snapshots, so answer

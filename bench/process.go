@@ -90,8 +90,10 @@ func WeftSpec(bin, argTmpl string) TargetSpec {
 	}
 }
 
-// DefaultWeftArgs is weft's command line for the harness.
-const DefaultWeftArgs = "-data-dir {data} -http-addr {addr} -log-level warn"
+// DefaultWeftArgs is weft's command line for the harness. The OTLP listeners
+// take free ports so that runs never collide on :4317/:4318; the harness
+// sends OTLP to the main port.
+const DefaultWeftArgs = "-data-dir {data} -http-addr {addr} -otlp-grpc-addr 127.0.0.1:0 -otlp-http-addr 127.0.0.1:0 -log-level warn"
 
 // Process is a running target. Stop or Kill must be called; Kill is safe to
 // call more than once and after Stop.

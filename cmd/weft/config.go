@@ -45,6 +45,10 @@ type fileConfig struct {
 		CORSOrigin      *string   `yaml:"cors_origin"`
 		ShutdownTimeout *duration `yaml:"shutdown_timeout"`
 	} `yaml:"http"`
+	// OTLP is the OTLP receiver's ingest options (ingest/otlp.Options:
+	// translation_strategy, workload_context, delta, ...), decoded over
+	// the defaults so that the file only names what it changes.
+	OTLP yaml.Node `yaml:"otlp"`
 }
 
 // duration is a YAML duration in Prometheus' syntax ("30d", "1h30m").
@@ -79,7 +83,7 @@ func loadConfigFile(path string) (*fileConfig, error) {
 }
 
 // apply copies the file's settings into opts.
-func (c *fileConfig) apply(opts *app.Options) {
+func (c *fileConfig) apply(opts *app.Options) error {
 	setDur := func(dst *time.Duration, src *duration) {
 		if src != nil {
 			*dst = time.Duration(*src)
@@ -123,4 +127,18 @@ func (c *fileConfig) apply(opts *app.Options) {
 		opts.CORSOrigin = *c.HTTP.CORSOrigin
 	}
 	setDur(&opts.ShutdownTimeout, c.HTTP.ShutdownTimeout)
+	if !c.OTLP.IsZero() {
+		// Node.Decode ignores unknown keys; round-trip through a strict
+		// decoder so that a misspelt key is an error here too.
+		b, err := yaml.Marshal(&c.OTLP)
+		if err != nil {
+			return fmt.Errorf("otlp: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&opts.OTLP.Ingest); err != nil {
+			return fmt.Errorf("otlp: %w", err)
+		}
+	}
+	return nil
 }

@@ -69,8 +69,8 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	var (
 		dataDir    = fs.String("data-dir", opts.DataDir, "directory for the write-ahead log and the database")
 		httpAddr   = fs.String("http-addr", opts.HTTPAddr, "main HTTP listener: Prometheus API, remote write (/api/v1/write), /metrics, /-/healthy, /-/ready")
-		otlpGRPC   = fs.String("otlp-grpc-addr", opts.OTLPGRPCAddr, "OTLP gRPC listener (accepted; not served yet: the OTLP receiver comes in a later release)")
-		otlpHTTP   = fs.String("otlp-http-addr", opts.OTLPHTTPAddr, "OTLP HTTP listener (accepted; not served yet: the OTLP receiver comes in a later release)")
+		otlpGRPC   = fs.String("otlp-grpc-addr", opts.OTLPGRPCAddr, "OTLP gRPC listener (MetricsService/Export); empty disables it")
+		otlpHTTP   = fs.String("otlp-http-addr", opts.OTLPHTTPAddr, "OTLP HTTP listener (/v1/metrics; the main listener also serves /otlp/v1/metrics); empty disables it")
 		retention  = durationFlag(opts.Storage.Retention)
 		oooWindow  = durationFlag(opts.Storage.OutOfOrderWindow)
 		configFile = fs.String("config", "", "YAML file with settings flags do not cover (limits, query timeout, max samples); see docs/configuration.md")
@@ -96,7 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if err != nil {
 			return opts, err
 		}
-		c.apply(&opts)
+		if err := c.apply(&opts); err != nil {
+			return opts, fmt.Errorf("config %s: %w", *configFile, err)
+		}
 	}
 
 	set := map[string]bool{}

@@ -29,6 +29,10 @@ limits:
 http:
   enable_admin_api: true
   shutdown_timeout: 10s
+otlp:
+  translation_strategy: NoTranslation
+  delta:
+    max_streams: 5000
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +70,13 @@ http:
 			if o.RemoteWrite.MaxBodyBytes != 1<<20 || o.RemoteWrite.Ingest.MaxLabelsPerSeries != 40 || !o.EnableAdminAPI || o.ShutdownTimeout != 10*time.Second {
 				t.Errorf("limits %+v admin %v", o.RemoteWrite, o.EnableAdminAPI)
 			}
+			// The otlp section is decoded over the defaults: named keys
+			// change, the rest keep their default.
+			def := app.DefaultOptions().OTLP.Ingest
+			if o.OTLP.Ingest.TranslationStrategy != "NoTranslation" || o.OTLP.Ingest.Delta.MaxStreams != 5000 ||
+				o.OTLP.Ingest.Delta.MaxIdle != def.Delta.MaxIdle || o.OTLP.Ingest.MaxTimeSpan != def.MaxTimeSpan {
+				t.Errorf("otlp %+v", o.OTLP.Ingest)
+			}
 		}},
 		{"flags win over the file", []string{"-config", cfg, "-retention", "1d"}, func(t *testing.T, o app.Options) {
 			if o.Storage.Retention != 24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute {
@@ -90,6 +101,10 @@ func TestUsageErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("storage:\n  retension: 7d\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badOTLP := filepath.Join(t.TempDir(), "bad-otlp.yml")
+	if err := os.WriteFile(badOTLP, []byte("otlp:\n  translation_stratgy: NoTranslation\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -101,6 +116,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, exitUsage, "flag provided but not defined"},
 		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
 		{"unknown config key", []string{"-config", bad}, exitUsage, "field retension not found"},
+		{"unknown otlp config key", []string{"-config", badOTLP}, exitUsage, "field translation_stratgy not found"},
 		{"missing config", []string{"-config", "/nonexistent.yml"}, exitUsage, "read config"},
 		{"stray argument", []string{"serve"}, exitUsage, "unexpected arguments"},
 		{"bad log level", []string{"-log-level", "loud"}, exitUsage, "invalid -log-level"},

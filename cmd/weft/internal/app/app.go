@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/prometheus/promql"
+	"google.golang.org/grpc"
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/query"
@@ -19,7 +20,7 @@ import (
 )
 
 // App is a running weft server. New opens the storage and builds the
-// handlers, Start opens the listener, Stop drains HTTP, flushes the head and
+// handlers, Start opens the listeners, Stop drains them, flushes the head and
 // closes the storage. Methods are safe for concurrent use; Stop is
 // idempotent.
 type App struct {
@@ -29,10 +30,16 @@ type App struct {
 	tracker *promql.ActiveQueryTracker
 	api     *api.Server
 	srv     *http.Server
+	// otlpHTTP and otlpGRPC serve the OTLP receiver on its own ports; nil
+	// when their address is empty.
+	otlpHTTP *http.Server
+	otlpGRPC *grpc.Server
 
-	mu       sync.Mutex
-	ln       net.Listener
-	serveErr chan error // receives the listener's terminal error, once
+	mu        sync.Mutex
+	ln        net.Listener
+	listeners map[string]net.Listener // every open listener by name, for Addrs
+	serving   sync.WaitGroup          // the serve goroutines of the OTLP listeners
+	serveErr  chan error              // receives the main listener's terminal error, once
 
 	stopOnce sync.Once
 	stopErr  error
@@ -56,6 +63,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if opts.QueryMaxConcurrency <= 0 {
 		opts.QueryMaxConcurrency = def.QueryMaxConcurrency
+	}
+	if opts.OTLP.Ingester == nil && opts.OTLP.Ingest.TranslationStrategy == "" {
+		opts.OTLP = def.OTLP // zero OTLP options take the defaults
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -101,6 +111,15 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	rwopts.Logger = logger.With("component", "remote write")
 	rwopts.Registerer = reg
 
+	oopts := opts.OTLP
+	oopts.Logger = logger.With("component", "otlp")
+	ing, err := api.NewOTLPIngester(db, oopts, storage.ErrInvalidLabels)
+	if err != nil {
+		return nil, err
+	}
+	oopts.Ingester = ing
+	otlpHandler := api.NewOTLPHandler(db, oopts)
+
 	aopts := api.DefaultOptions()
 	aopts.Logger = logger.With("component", "api")
 	aopts.Registerer = reg
@@ -111,6 +130,10 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}
 	aopts.RemoteWrite = api.NewRemoteWriteHandler(db, rwopts)
+	aopts.Handlers = map[string]http.Handler{
+		"/otlp/v1/metrics":        otlpHandler,
+		"/api/v1/otlp/v1/metrics": otlpHandler,
+	}
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo
@@ -124,7 +147,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, fmt.Errorf("build http api: %w", err)
 	}
 
-	return &App{
+	a := &App{
 		opts:    opts,
 		logger:  logger,
 		db:      db,
@@ -135,8 +158,23 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
-		serveErr: make(chan error, 1),
-	}, nil
+		listeners: map[string]net.Listener{},
+		serveErr:  make(chan error, 1),
+	}
+	if opts.OTLPHTTPAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/v1/metrics", otlpHandler)
+		a.otlpHTTP = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: DefaultReadHeaderTimeout,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+	}
+	if opts.OTLPGRPCAddr != "" {
+		a.otlpGRPC = grpc.NewServer(api.OTLPGRPCServerOptions(oopts)...)
+		api.RegisterOTLPGRPC(a.otlpGRPC, db, oopts)
+	}
+	return a, nil
 }
 
 // Start opens the HTTP listener and serves in a goroutine owned by the App
@@ -147,22 +185,71 @@ func (a *App) Start(context.Context) error {
 	if a.ln != nil {
 		return errors.New("app already started")
 	}
-	ln, err := net.Listen("tcp", a.opts.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", a.opts.HTTPAddr, err)
+	// Open every listener before serving on any, so that a port in use
+	// fails Start without leaving half a server running.
+	addrs := []struct {
+		name, addr string
+		on         bool
+	}{
+		{"http", a.opts.HTTPAddr, true},
+		{"otlp_http", a.opts.OTLPHTTPAddr, a.otlpHTTP != nil},
+		{"otlp_grpc", a.opts.OTLPGRPCAddr, a.otlpGRPC != nil},
 	}
-	a.ln = ln
+	for _, l := range addrs {
+		if !l.on {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, open := range a.listeners {
+				_ = open.Close()
+			}
+			clear(a.listeners)
+			return fmt.Errorf("listen on %s (%s): %w", l.addr, l.name, err)
+		}
+		a.listeners[l.name] = ln
+	}
+	a.ln = a.listeners["http"]
 	go func() {
-		err := a.srv.Serve(ln)
+		err := a.srv.Serve(a.ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
 		a.serveErr <- err
 	}()
+	if ln := a.listeners["otlp_http"]; ln != nil {
+		a.serving.Go(func() {
+			if err := a.otlpHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.logger.Error("otlp http listener failed", "err", err)
+			}
+		})
+	}
+	if ln := a.listeners["otlp_grpc"]; ln != nil {
+		a.serving.Go(func() {
+			if err := a.otlpGRPC.Serve(ln); err != nil {
+				a.logger.Error("otlp grpc listener failed", "err", err)
+			}
+		})
+	}
 	a.api.SetReady(true)
-	a.logger.Info("weft started", "http_addr", ln.Addr().String(), "data_dir", a.opts.DataDir,
-		"otlp_grpc_addr", a.opts.OTLPGRPCAddr+" (not served yet)", "otlp_http_addr", a.opts.OTLPHTTPAddr+" (not served yet)")
+	attrs := []any{"data_dir", a.opts.DataDir}
+	for name, ln := range a.listeners {
+		attrs = append(attrs, name+"_addr", ln.Addr().String())
+	}
+	a.logger.Info("weft started", attrs...)
 	return nil
+}
+
+// Addrs returns the address of every open listener by name ("http",
+// "otlp_http", "otlp_grpc"); empty before Start.
+func (a *App) Addrs() map[string]net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]net.Addr, len(a.listeners))
+	for name, ln := range a.listeners {
+		out[name] = ln.Addr()
+	}
+	return out
 }
 
 // Addr returns the HTTP listener's address, or nil before Start.
@@ -197,6 +284,16 @@ func (a *App) Stop(ctx context.Context) error {
 			if err := <-a.serveErr; err != nil {
 				errs = append(errs, fmt.Errorf("serve http: %w", err))
 			}
+			if a.otlpHTTP != nil {
+				if err := a.otlpHTTP.Shutdown(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("drain otlp http: %w", err))
+					_ = a.otlpHTTP.Close()
+				}
+			}
+			if a.otlpGRPC != nil {
+				stopGRPC(ctx, a.otlpGRPC)
+			}
+			a.serving.Wait()
 		}
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
@@ -235,4 +332,19 @@ func Run(ctx context.Context, opts Options) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownTimeout)
 	defer cancel()
 	return a.Stop(stopCtx)
+}
+
+// stopGRPC drains s gracefully, or stops it hard when ctx ends first.
+func stopGRPC(ctx context.Context, s *grpc.Server) {
+	done := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.Stop()
+		<-done
+	}
 }

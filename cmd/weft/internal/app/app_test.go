@@ -24,6 +24,8 @@ func testOptions(tb testing.TB, dir string) Options {
 	opts := DefaultOptions()
 	opts.DataDir = dir
 	opts.HTTPAddr = "127.0.0.1:0"
+	opts.OTLPHTTPAddr = "127.0.0.1:0"
+	opts.OTLPGRPCAddr = "127.0.0.1:0"
 	opts.EnableAdminAPI = true
 	return opts
 }

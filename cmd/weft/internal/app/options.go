@@ -31,9 +31,14 @@ type Options struct {
 	DataDir string
 	// HTTPAddr is the main listener: Prometheus API, remote write, /metrics.
 	HTTPAddr string
-	// OTLPGRPCAddr and OTLPHTTPAddr are accepted for the OTLP receiver of a
-	// later release; weft does not listen on them yet.
+	// OTLPGRPCAddr and OTLPHTTPAddr are the OTLP receiver's own listeners
+	// (gRPC MetricsService, HTTP /v1/metrics). Empty disables one. The
+	// main listener serves OTLP/HTTP too, at /otlp/v1/metrics and
+	// /api/v1/otlp/v1/metrics.
 	OTLPGRPCAddr, OTLPHTTPAddr string
+	// OTLP configures the OTLP receiver: translation, workload context,
+	// delta state, limits.
+	OTLP api.OTLPOptions
 
 	// Storage configures the store (retention, out-of-order window, ...).
 	Storage storage.Options
@@ -71,6 +76,7 @@ func DefaultOptions() Options {
 		Query:               query.DefaultEngineOptions(),
 		QueryMaxConcurrency: query.DefaultMaxConcurrency,
 		RemoteWrite:         api.DefaultRemoteWriteOptions(),
+		OTLP:                api.DefaultOTLPOptions(),
 		CORSOrigin:          ".*",
 		ShutdownTimeout:     DefaultShutdownTimeout,
 		BuildInfo:           api.DefaultOptions().BuildInfo,

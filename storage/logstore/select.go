@@ -21,6 +21,8 @@ var _ logql.Source = (*Store)(nil)
 // log streams matching p.Matchers, stream after stream (ascending stream
 // ID), each stream's entries in ascending timestamp order (entries with
 // equal timestamps in the order they were pushed within a chunk or head).
+// An entry with the timestamp and line of one already returned for its
+// stream is a duplicate and is skipped.
 // Chunks whose token filter rules out a LineContains filter are not read.
 // The iterator reads a consistent snapshot taken now. Safe for concurrent
 // use.
@@ -100,6 +102,11 @@ type iterator struct {
 
 	cur   labels.Labels
 	merge mergeHeap
+	// Lines already returned at timestamp lastT in the current stream:
+	// an entry with the same timestamp and line is a duplicate (a client
+	// retrying a push) and is returned once, as Loki does.
+	lastT     int64
+	seenLines map[string]struct{}
 	at    logql.Entry
 	err   error
 	steps int
@@ -158,6 +165,16 @@ func (it *iterator) Next() bool {
 		if e.Timestamp < it.p.Start || e.Timestamp >= it.p.End {
 			continue
 		}
+		if e.Timestamp != it.lastT || it.seenLines == nil {
+			clear(it.seenLines)
+			if it.seenLines == nil {
+				it.seenLines = map[string]struct{}{}
+			}
+			it.lastT = e.Timestamp
+		} else if _, dup := it.seenLines[e.Line]; dup {
+			continue
+		}
+		it.seenLines[e.Line] = struct{}{}
 		it.at = e
 		return true
 	}
@@ -168,6 +185,7 @@ func (it *iterator) Next() bool {
 func (it *iterator) openStream(sel selStream) error {
 	it.cur = sel.st.ls
 	it.merge = it.merge[:0]
+	clear(it.seenLines)
 	if len(sel.head) > 0 {
 		it.merge = append(it.merge, &cursor{key: sel.head[0].Timestamp, entries: sel.head})
 	}

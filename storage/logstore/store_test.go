@@ -376,3 +376,31 @@ func TestMetadataHintSkipsChunks(t *testing.T) {
 		t.Fatalf("found %d, read %d chunks, skipped %d; want 1, 1, 9", found, ii.chunksRead, ii.chunksSkipped)
 	}
 }
+
+// A push retried by its client stores the lines twice; Select returns them
+// once. Equal timestamps with different lines all stay.
+func TestDuplicatesReturnedOnce(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sealed=%v", sealed), func(t *testing.T) {
+			db := openTestDB(t, t.TempDir())
+			defer db.close(t)
+			s := openTestStore(t, db, testOptions())
+			ls := labels.FromStrings("app", "x")
+			batch := []logql.Entry{ent(5, "a"), ent(5, "b"), ent(6, "c")}
+			push(t, s, ls, batch...)
+			if sealed {
+				if err := s.Seal(context.Background(), true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			push(t, s, ls, batch...) // the retry
+			var lines []string
+			for _, e := range selectAll(t, s, all()) {
+				lines = append(lines, e.Line)
+			}
+			if want := []string{"a", "b", "c"}; !slices.Equal(lines, want) {
+				t.Fatalf("lines %q, want %q", lines, want)
+			}
+		})
+	}
+}

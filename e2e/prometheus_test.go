@@ -244,9 +244,10 @@ func compareAll(t *testing.T, promURL, weftURL string, t0 time.Time, evalTimes [
 	})
 }
 
-// compareMetadata compares /api/v1/metadata for a counter and a gauge.
+// compareMetadata compares /api/v1/metadata for counters, a gauge and a
+// classic histogram (kept under its family name, not its _bucket series).
 func compareMetadata(t *testing.T, promURL, weftURL string) {
-	for _, m := range []string{"prometheus_http_requests_total", "go_goroutines", "process_cpu_seconds_total"} {
+	for _, m := range []string{"prometheus_http_requests_total", "go_goroutines", "process_cpu_seconds_total", "prometheus_http_request_duration_seconds"} {
 		params := url.Values{"metric": {m}}
 		want, err := get(promURL, "/api/v1/metadata", params)
 		if err != nil {

@@ -116,6 +116,7 @@ func (b *Batch) appendSeries(app storage.AppenderV2, exApp storage.ExemplarAppen
 			return nil
 		}
 		opts.Metadata = m
+		opts.MetricFamilyName = familyName(ls.Get(labels.MetricName), m.Type)
 	}
 
 	exs := b.exemplarsOf(s, ls, maxT, res)
@@ -505,4 +506,24 @@ func (b *Batch) exemplarLabels(sp span) (labels.Labels, string) {
 		}
 	}
 	return st.finish(&b.sb)
+}
+
+// familyName is the metric family a series belongs to, which is what
+// metadata is kept under (as Prometheus' scrape metadata is): a classic
+// histogram's or summary's _bucket, _sum and _count series share their
+// family's name without the suffix.
+func familyName(name string, typ model.MetricType) string {
+	var suffixes []string
+	switch typ {
+	case model.MetricTypeHistogram, model.MetricTypeGaugeHistogram:
+		suffixes = []string{"_bucket", "_sum", "_count"}
+	case model.MetricTypeSummary:
+		suffixes = []string{"_sum", "_count"}
+	}
+	for _, suf := range suffixes {
+		if base, ok := strings.CutSuffix(name, suf); ok && base != "" {
+			return base
+		}
+	}
+	return name
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -276,5 +277,26 @@ func TestAppendOutOfOrderExemplarIsClientError(t *testing.T) {
 	// Three series with two exemplars each; one of each pair failed.
 	if res.Exemplars != 3 || res.Rejected[ReasonInvalidExemplar] != 3 || res.Samples != 7 {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestFamilyName(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		typ  model.MetricType
+		want string
+	}{
+		{"http_duration_seconds_bucket", model.MetricTypeHistogram, "http_duration_seconds"},
+		{"http_duration_seconds_sum", model.MetricTypeHistogram, "http_duration_seconds"},
+		{"http_duration_seconds_count", model.MetricTypeGaugeHistogram, "http_duration_seconds"},
+		{"http_duration_seconds", model.MetricTypeHistogram, "http_duration_seconds"}, // native histogram
+		{"rpc_latency_seconds_sum", model.MetricTypeSummary, "rpc_latency_seconds"},
+		{"rpc_latency_seconds_bucket", model.MetricTypeSummary, "rpc_latency_seconds_bucket"},
+		{"requests_count", model.MetricTypeCounter, "requests_count"},
+		{"_count", model.MetricTypeHistogram, "_count"},
+	} {
+		if got := familyName(c.name, c.typ); got != c.want {
+			t.Errorf("familyName(%q, %s) = %q, want %q", c.name, c.typ, got, c.want)
+		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
@@ -74,7 +76,12 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 	var st Stats
 	verr := &ValidationError{}
 	out := make([]logstore.PushStream, 0, len(req.Streams))
-	maxT := in.opts.Now().Add(in.opts.CreationGracePeriod).UnixNano()
+	now := in.opts.Now()
+	maxT := now.Add(in.opts.CreationGracePeriod).UnixNano()
+	minT := int64(math.MinInt64)
+	if in.opts.RejectOlderThan > 0 {
+		minT = now.Add(-in.opts.RejectOlderThan).UnixNano()
+	}
 	sb := labels.NewScratchBuilder(16)
 	for _, s := range req.Streams {
 		ls, err := in.streamLabels(&sb, s)
@@ -93,7 +100,7 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 			}
 		}
 		for _, e := range s.Entries {
-			md, err := in.entry(&sb, ls, e, maxT, streamLevel)
+			md, err := in.entry(&sb, ls, e, minT, maxT, streamLevel)
 			if err != nil {
 				verr.add(1, "%v", err)
 				continue
@@ -179,13 +186,17 @@ func (in *Ingester) checkPair(p Pair, what string) error {
 }
 
 // entry validates one entry and returns its metadata with detected_level.
-func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, maxT int64, streamLevel string) (labels.Labels, error) {
+func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, minT, maxT int64, streamLevel string) (labels.Labels, error) {
 	if len(e.Line) > in.opts.MaxLineSize {
 		return labels.EmptyLabels(), fmt.Errorf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes",
 			in.opts.MaxLineSize, ls, len(e.Line))
 	}
 	if e.Timestamp > maxT {
-		return labels.EmptyLabels(), fmt.Errorf("entry for stream '%s' has timestamp too new: %d", ls, e.Timestamp)
+		return labels.EmptyLabels(), fmt.Errorf("entry for stream '%s' has timestamp too new: %s", ls, time.Unix(0, e.Timestamp).UTC().Format(time.RFC3339Nano))
+	}
+	if e.Timestamp < minT {
+		return labels.EmptyLabels(), fmt.Errorf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s",
+			ls, time.Unix(0, e.Timestamp).UTC().Format(time.RFC3339Nano), time.Unix(0, minT).UTC().Format(time.RFC3339Nano))
 	}
 	size := 0
 	for _, p := range e.Metadata {

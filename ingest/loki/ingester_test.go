@@ -10,7 +10,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-var testNow = time.Unix(1700000000, 0)
+var (
+	testNow = time.Unix(1700000000, 0)
+	testTS  = testNow.UnixNano()
+)
 
 func newTestIngester(r *recorder) *Ingester {
 	o := DefaultOptions()
@@ -33,7 +36,7 @@ func TestServiceName(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
 			r := &recorder{}
-			_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: c.labels, Entries: []Entry{{Timestamp: 1, Line: "x"}}}}})
+			_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: c.labels, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +64,7 @@ func TestDetectedLevelSources(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := &recorder{}
-			_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: c.labels, Entries: []Entry{{Timestamp: 1, Line: c.line, Metadata: c.md}}}}})
+			_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: c.labels, Entries: []Entry{{Timestamp: testTS, Line: c.line, Metadata: c.md}}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,21 +79,22 @@ func TestDetectedLevelSources(t *testing.T) {
 // Invalid streams and entries are rejected with a reason; the valid rest is
 // written.
 func TestValidation(t *testing.T) {
-	ok := Stream{Labels: []Pair{{"app", "ok"}}, Entries: []Entry{{Timestamp: 1, Line: "fine"}}}
+	ok := Stream{Labels: []Pair{{"app", "ok"}}, Entries: []Entry{{Timestamp: testNow.UnixNano(), Line: "fine"}}}
 	cases := []struct {
 		name   string
 		s      Stream
 		reason string
 	}{
-		{"no labels", Stream{Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "at least one label pair"},
-		{"bad label name", Stream{Labels: []Pair{{"a-b", "x"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}, `invalid label name "a-b"`},
-		{"bad utf8", Stream{Labels: []Pair{{"a", "\xff"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "not valid UTF-8"},
-		{"duplicate", Stream{Labels: []Pair{{"a", "1"}, {"a", "2"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "duplicate label name"},
-		{"parse", Stream{LabelsErr: errors.New("label set oops"), Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "error parsing labels"},
-		{"too many labels", Stream{Labels: manyLabels(15), Entries: []Entry{{Timestamp: 1, Line: "x"}}}, "16 label names; limit 15"},
-		{"line too long", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: 1, Line: strings.Repeat("x", 256<<10+1)}}}, "max entry size '262144' bytes exceeded"},
-		{"metadata too large", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: 1, Line: "x", Metadata: []Pair{{"k", strings.Repeat("v", 64<<10)}}}}}, "structured metadata size 65537 bytes exceeds the limit of 65536"},
-		{"bad metadata name", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: 1, Line: "x", Metadata: []Pair{{"k.k", "v"}}}}}, `invalid structured metadata name "k.k"`},
+		{"no labels", Stream{Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "at least one label pair"},
+		{"bad label name", Stream{Labels: []Pair{{"a-b", "x"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, `invalid label name "a-b"`},
+		{"bad utf8", Stream{Labels: []Pair{{"a", "\xff"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "not valid UTF-8"},
+		{"duplicate", Stream{Labels: []Pair{{"a", "1"}, {"a", "2"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "duplicate label name"},
+		{"parse", Stream{LabelsErr: errors.New("label set oops"), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "error parsing labels"},
+		{"too many labels", Stream{Labels: manyLabels(15), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "16 label names; limit 15"},
+		{"line too long", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: strings.Repeat("x", 256<<10+1)}}}, "max entry size '262144' bytes exceeded"},
+		{"metadata too large", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k", strings.Repeat("v", 64<<10)}}}}}, "structured metadata size 65537 bytes exceeds the limit of 65536"},
+		{"bad metadata name", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k.k", "v"}}}}}, `invalid structured metadata name "k.k"`},
+		{"too old", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(-8 * 24 * time.Hour).UnixNano(), Line: "x"}}}, "timestamp too old: 2023-11-06T22:13:20Z, oldest acceptable timestamp is: 2023-11-07T22:13:20Z"},
 		{"too new", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(11 * time.Minute).UnixNano(), Line: "x"}}}, "timestamp too new"},
 	}
 	for _, c := range cases {
@@ -122,7 +126,7 @@ func manyLabels(n int) []Pair {
 func TestPusherErrorIsReturned(t *testing.T) {
 	boom := errors.New("disk full")
 	r := &recorder{err: boom}
-	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: []Pair{{"a", "b"}}, Entries: []Entry{{Timestamp: 1, Line: "x"}}}}})
+	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: []Pair{{"a", "b"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}}})
 	if !errors.Is(err, boom) || errors.Is(err, ErrInvalid) {
 		t.Fatalf("err %v", err)
 	}
@@ -132,7 +136,7 @@ func TestLabelsSortedAndMetadataSorted(t *testing.T) {
 	r := &recorder{}
 	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{
 		Labels:  []Pair{{"z", "1"}, {"a", "2"}},
-		Entries: []Entry{{Timestamp: 1, Line: "x", Metadata: []Pair{{"z", "1"}, {"b", "2"}}}},
+		Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"z", "1"}, {"b", "2"}}}},
 	}}})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,9 @@ type Options struct {
 	// CreationGracePeriod rejects entries later than now + this. Default
 	// 10 minutes (Loki's creation_grace_period).
 	CreationGracePeriod time.Duration
+	// RejectOlderThan rejects entries older than now - this. Default one
+	// week (Loki's reject_old_samples_max_age); negative accepts any age.
+	RejectOlderThan time.Duration
 	// DiscoverServiceName lists the labels whose value becomes service_name
 	// when a stream has none, first match wins. Default: Loki's list.
 	DiscoverServiceName []string
@@ -52,6 +55,7 @@ func DefaultOptions() Options {
 		MaxLabelNameLength:         1024,
 		MaxLabelValueLength:        2048,
 		CreationGracePeriod:        10 * time.Minute,
+		RejectOlderThan:            7 * 24 * time.Hour,
 		DiscoverServiceName:        DefaultServiceNameLabels,
 	}
 }
@@ -78,6 +82,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CreationGracePeriod <= 0 {
 		o.CreationGracePeriod = d.CreationGracePeriod
+	}
+	if o.RejectOlderThan == 0 {
+		o.RejectOlderThan = d.RejectOlderThan
 	}
 	if o.DiscoverServiceName == nil {
 		o.DiscoverServiceName = d.DiscoverServiceName

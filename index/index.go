@@ -119,7 +119,7 @@ type Index struct {
 
 	syms       *symbols
 	hashShards [numShards]hashShard
-	idShards   [numShards]idShard
+	recs       *recStore
 	nextID     atomic.Uint64 // next ID to allocate
 	numStreams [numKinds]atomic.Int64
 

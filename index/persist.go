@@ -94,7 +94,7 @@ func (ix *Index) loadStreams() error {
 		h := streamHash(kind, ls)
 		hs := ix.hashShardOf(h)
 		insertHashLocked(hs, h, k.ID) // single-threaded during Open
-		ix.idShardOf(k.ID).m[k.ID] = streamRec{enc: string(appendLabelRefs(nil, refs)), lastPart: math.MinInt64, kind: kind}
+		ix.recs.put(k.ID, streamRec{enc: string(appendLabelRefs(nil, refs)), lastPart: math.MinInt64, kind: kind})
 		ix.numStreams[kind].Add(1)
 		ix.advanceAlloc(k.ID)
 	}

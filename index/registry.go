@@ -19,28 +19,18 @@ type hashShard struct {
 	mu        sync.RWMutex
 	m         map[uint64]ID
 	conflicts map[uint64][]ID // further streams with an equal hash; nil until needed
-	_         [24]byte        // keep hot shards on separate cache lines
-}
-
-// streamRec is the registry entry of one stream.
-type streamRec struct {
-	enc      string // compact label set (lsenc.go)
-	lastPart int64  // newest partition the stream is marked in
-	kind     Kind
-}
-
-// idShard maps IDs to stream records.
-type idShard struct {
-	mu sync.RWMutex
-	m  map[ID]streamRec
-	_  [40]byte
+	// inserts counts insertions (under mu): a creator that missed under the
+	// read lock skips the second lookup under the write lock when no stream
+	// was inserted in between.
+	inserts uint64
+	_       [16]byte // keep hot shards on separate cache lines
 }
 
 func (ix *Index) initShards() {
 	for i := range ix.hashShards {
 		ix.hashShards[i].m = make(map[uint64]ID)
-		ix.idShards[i].m = make(map[ID]streamRec)
 	}
+	ix.recs = newRecStore()
 }
 
 // streamHash (a variable so tests can force collisions) combines the label set's hash with the kind, so equal label sets
@@ -52,16 +42,9 @@ func defaultStreamHash(kind Kind, ls labels.Labels) uint64 {
 }
 
 func (ix *Index) hashShardOf(h uint64) *hashShard { return &ix.hashShards[(h>>56)%numShards] }
-func (ix *Index) idShardOf(id ID) *idShard        { return &ix.idShards[uint64(id)%numShards] }
 
 // rec returns the record of id.
-func (ix *Index) rec(id ID) (streamRec, bool) {
-	s := ix.idShardOf(id)
-	s.mu.RLock()
-	r, ok := s.m[id]
-	s.mu.RUnlock()
-	return r, ok
-}
+func (ix *Index) rec(id ID) (streamRec, bool) { return ix.recs.get(id) }
 
 // lookupLocked finds the stream (kind, ls) in hs; hs.mu must be held.
 func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labels) (ID, streamRec, bool) {
@@ -69,11 +52,11 @@ func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labe
 	if !ok {
 		return 0, streamRec{}, false
 	}
-	if r, ok := ix.rec(id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
+	if r, ok := ix.recs.getHashLocked(id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
 		return id, r, true
 	}
 	for _, cid := range hs.conflicts[h] {
-		if r, ok := ix.rec(cid); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
+		if r, ok := ix.recs.getHashLocked(cid); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
 			return cid, r, true
 		}
 	}
@@ -82,6 +65,7 @@ func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labe
 
 // insertHashLocked records h → id in hs; hs.mu must be held for writing.
 func insertHashLocked(hs *hashShard, h uint64, id ID) {
+	hs.inserts++
 	if _, ok := hs.m[h]; !ok {
 		hs.m[h] = id
 		return
@@ -141,6 +125,7 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 	hs := ix.hashShardOf(h)
 	hs.mu.RLock()
 	id, r, ok := ix.lookupLocked(hs, h, kind, ls)
+	inserts := hs.inserts
 	hs.mu.RUnlock()
 	if ok {
 		ix.touchRec(id, r, t)
@@ -153,10 +138,12 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 	enc := string(appendLabelRefs(encBuf[:0], refs))
 
 	hs.mu.Lock()
-	if id, r, ok := ix.lookupLocked(hs, h, kind, ls); ok {
-		hs.mu.Unlock()
-		ix.touchRec(id, r, t)
-		return id, false, nil
+	if hs.inserts != inserts {
+		if id, r, ok := ix.lookupLocked(hs, h, kind, ls); ok {
+			hs.mu.Unlock()
+			ix.touchRec(id, r, t)
+			return id, false, nil
+		}
 	}
 	id = ID(ix.nextID.Add(1) - 1)
 	ix.insertLocked(hs, h, id, kind, enc, refs, t)
@@ -169,25 +156,26 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 func (ix *Index) insertLocked(hs *hashShard, h uint64, id ID, kind Kind, enc string, refs []uint32, t int64) {
 	insertHashLocked(hs, h, id)
 	ix.numStreams[kind].Add(1)
+	p := ix.partitionFor(ix.partOf(t))
+	ix.recs.put(id, streamRec{enc: enc, lastPart: p.num, kind: kind})
+	// After the record: Persist writes the record of every pending ID it
+	// finds and skips IDs without one (deleted since).
 	ix.pendingMu.Lock()
 	ix.pendingNew.Add(uint64(id))
 	ix.pendingMu.Unlock()
-	// A new stream cannot be deleted or touched concurrently (both need hs,
-	// held here), so it goes straight into its partition.
-	s := ix.idShardOf(id)
+	// A new stream cannot be deleted concurrently (that needs hs, held
+	// here), so it goes straight into its partition.
 	for {
-		p := ix.partitionFor(ix.partOf(t))
-		s.mu.Lock()
-		s.m[id] = streamRec{enc: enc, lastPart: p.num, kind: kind}
-		s.mu.Unlock()
 		p.mu.Lock()
-		if p.dropped {
+		if !p.dropped {
+			p.addLocked(kind, id, refs)
 			p.mu.Unlock()
-			continue // dropped between lookup and lock: use the new oldest partition
+			return
 		}
-		p.addLocked(kind, id, refs)
 		p.mu.Unlock()
-		return
+		// Dropped between lookup and lock: use the new oldest partition.
+		p = ix.partitionFor(ix.partOf(t))
+		ix.recs.raiseLastPart(id, p.num)
 	}
 }
 
@@ -268,10 +256,13 @@ func (ix *Index) StreamKind(id ID) (Kind, bool) {
 	return r.kind, ok
 }
 
-// Touch marks id active in t's partition (t in milliseconds). It is a shard
-// read lock and a compare when the stream is already marked there; unknown IDs
-// are ignored.
+// Touch marks id active in t's partition (t in milliseconds). It is two
+// lock-free loads and a compare when the stream is already marked there;
+// unknown IDs are ignored.
 func (ix *Index) Touch(id ID, t int64) {
+	if ix.recs.lastPart(id) == ix.partOf(t) {
+		return // marked there already (an unknown id reads math.MinInt64, which no partition number is)
+	}
 	if r, ok := ix.rec(id); ok {
 		ix.touchRec(id, r, t)
 	}
@@ -293,15 +284,7 @@ func (ix *Index) touchRec(id ID, r streamRec, t int64) {
 func (ix *Index) markInPartition(id ID, kind Kind, refs []uint32, t int64) {
 	for {
 		p := ix.partitionFor(ix.partOf(t))
-		s := ix.idShardOf(id)
-		s.mu.Lock()
-		r, ok := s.m[id]
-		if ok && p.num > r.lastPart {
-			r.lastPart = p.num
-			s.m[id] = r
-		}
-		s.mu.Unlock()
-		if !ok {
+		if !ix.recs.raiseLastPart(id, p.num) {
 			return // deleted meanwhile
 		}
 		p.mu.Lock()
@@ -336,15 +319,9 @@ func (ix *Index) forget(id ID, keep func(streamRec) bool) (streamRec, bool) {
 	hs := ix.hashShardOf(h)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	s := ix.idShardOf(id)
-	s.mu.Lock()
-	r, ok = s.m[id]
-	if !ok || (keep != nil && keep(r)) {
-		s.mu.Unlock()
+	if r, ok = ix.recs.remove(id, keep); !ok {
 		return r, false
 	}
-	delete(s.m, id)
-	s.mu.Unlock()
 	removeHashLocked(hs, h, id)
 	ix.numStreams[r.kind].Add(-1)
 	return r, true

@@ -9,7 +9,11 @@ import (
 // Options configure a Store. The zero value of a field means its default.
 type Options struct {
 	// PartitionDuration is the time partition of chunks and the unit of
-	// retention. Default 24h (as the index's partitions).
+	// retention. Default 24h. It must not be longer than the index's
+	// partition duration (storage.Options.PartitionDuration, default 24h):
+	// after a restart a stream is marked in the index for the whole of each
+	// of its log partitions, which covers the index partitions only if none
+	// is shorter.
 	PartitionDuration time.Duration
 	// Retention drops partitions that end before now - Retention. Default
 	// 30 days; negative keeps everything.

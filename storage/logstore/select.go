@@ -107,9 +107,9 @@ type iterator struct {
 	// retrying a push) and is returned once, as Loki does.
 	lastT     int64
 	seenLines map[string]struct{}
-	at    logql.Entry
-	err   error
-	steps int
+	at        logql.Entry
+	err       error
+	steps     int
 
 	// ChunksRead and ChunksSkipped count chunks decoded and chunks ruled out
 	// by their token filter (for tests and stats).

@@ -120,6 +120,7 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 		Logger:       quietPebbleLogger{},
 		Merger:       index.Merger(),
 		MemTableSize: pebbleMemTableSize,
+		Cleaner:      noRecycleCleaner{},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
@@ -262,22 +263,41 @@ func (db *DB) backgroundLoop() {
 func (db *DB) enqueueSealed(ss []*memSeries) {
 	db.sealMu.Lock()
 	db.sealQ = append(db.sealQ, ss...)
+	n := len(db.sealQ)
 	db.sealMu.Unlock()
+	if n < sealBatchSeries {
+		return // the sealer's ticker picks them up within sealMaxDelay
+	}
 	select {
 	case db.sealKick <- struct{}{}:
 	default:
 	}
 }
 
+// Sealed chunks are written to Pebble in batches of at least
+// sealBatchSeries series, or after sealMaxDelay, whichever comes first.
+// A commit of 1000 series seals ~8 chunks; waking the sealer for each such
+// commit cost one Pebble batch commit (and Pebble WAL write) per ~8 chunks.
+// Until written, sealed chunks stay readable in the head, so the delay
+// changes nothing a query sees; it bounds the head memory they hold (~250
+// bytes each).
+const (
+	sealBatchSeries = 512
+	sealMaxDelay    = 250 * time.Millisecond
+)
+
 // sealerLoop writes queued sealed chunks to Pebble until Close.
 func (db *DB) sealerLoop() {
 	defer db.wg.Done()
 	var batch []*memSeries
+	tick := time.NewTicker(sealMaxDelay)
+	defer tick.Stop()
 	for {
 		select {
 		case <-db.stop:
 			return
 		case <-db.sealKick:
+		case <-tick.C:
 		}
 		db.sealMu.Lock()
 		batch, db.sealQ = db.sealQ, batch[:0]

@@ -18,7 +18,6 @@ func walFrame(rec []byte) []byte { return wal.AppendRecord(nil, rec) }
 // the steady state.
 type commitBuffers struct {
 	rec, frame []byte
-	samples    []record.Sample
 	hists      []record.Histogram
 	exs        []record.Exemplar
 	sealed     []*memSeries
@@ -48,14 +47,8 @@ func (a *appender) Commit() error {
 	frame := cb.frame[:0]
 	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
 	if a.nHists == 0 {
-		cb.samples = cb.samples[:0]
-		for _, p := range a.samples {
-			cb.samples = append(cb.samples, record.Sample{ID: p.s.id, ST: p.x.st, T: p.x.t, V: p.x.v})
-			mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
-		}
-		if len(cb.samples) > 0 {
-			cb.rec = record.AppendSamples(cb.rec[:0], cb.samples)
-			frame = wal.AppendRecord(frame, cb.rec)
+		if len(a.samples) > 0 {
+			frame, mint, maxt = appendFloatRecord(frame, a.samples)
 		}
 	} else {
 		// Mixed batch: one record per run of equal type keeps the append
@@ -68,22 +61,18 @@ func (a *appender) Commit() error {
 			}
 			run := a.samples[i:j]
 			if vt == chunkenc.ValFloat {
-				cb.samples = cb.samples[:0]
-				for _, p := range run {
-					cb.samples = append(cb.samples, record.Sample{ID: p.s.id, ST: p.x.st, T: p.x.t, V: p.x.v})
-				}
-				cb.rec = record.AppendSamples(cb.rec[:0], cb.samples)
+				var lo, hi int64
+				frame, lo, hi = appendFloatRecord(frame, run)
+				mint, maxt = min(mint, lo), max(maxt, hi)
 			} else {
 				cb.hists = cb.hists[:0]
 				for _, p := range run {
 					cb.hists = append(cb.hists, record.Histogram{ID: p.s.id, ST: p.x.st, T: p.x.t, H: p.x.h, FH: p.x.fh})
+					mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
 				}
 				cb.rec = record.AppendHistograms(cb.rec[:0], cb.hists, vt == chunkenc.ValFloatHistogram)
+				frame = wal.AppendRecord(frame, cb.rec)
 			}
-			for _, p := range run {
-				mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
-			}
-			frame = wal.AppendRecord(frame, cb.rec)
 			i = j
 		}
 	}
@@ -147,6 +136,22 @@ func (a *appender) Commit() error {
 		db.log.Warn("write_sealed_chunks_failed", "err", werr)
 	}
 	return nil
+}
+
+// appendFloatRecord frames one float-samples WAL record for run (all float,
+// non-empty) onto frame, encoding in place in a single pass, and returns the
+// run's time range.
+func appendFloatRecord(frame []byte, run []pendingSample) (_ []byte, mint, maxt int64) {
+	mint, maxt = int64(math.MaxInt64), int64(math.MinInt64)
+	frame, start := wal.BeginRecord(frame)
+	base := run[0].x.t
+	frame = record.AppendSamplesHeader(frame, base)
+	for i := range run {
+		p := &run[i]
+		frame = record.AppendSample(frame, base, p.s.id, p.x.st, p.x.t, p.x.v)
+		mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
+	}
+	return wal.EndRecord(frame, start), mint, maxt
 }
 
 // apply adds the appender's samples and exemplars to the head. It returns the

@@ -104,6 +104,23 @@ func AppendSeries(b []byte, ss []Series) []byte {
 	return b
 }
 
+// AppendSamplesHeader starts a float-samples record whose timestamps are
+// stored relative to base; AppendSample then adds entries one by one. With
+// base = the first entry's T the result is exactly AppendSamples'.
+func AppendSamplesHeader(b []byte, base int64) []byte {
+	b = append(b, byte(TypeSamples))
+	return binary.AppendVarint(b, base)
+}
+
+// AppendSample appends one entry of a float-samples record started with
+// AppendSamplesHeader(b, base).
+func AppendSample(b []byte, base int64, id uint64, st, t int64, v float64) []byte {
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendVarint(b, st)
+	b = binary.AppendVarint(b, t-base)
+	return appendF64(b, v)
+}
+
 // AppendSamples encodes a float samples record. Timestamps are stored as
 // deltas from the first sample's (a scrape or push batch shares one
 // timestamp, so each costs one byte).

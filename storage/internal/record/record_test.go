@@ -74,3 +74,30 @@ func FuzzDecode(f *testing.F) {
 		_ = d.Decode(b, &out)
 	})
 }
+
+// TestAppendSampleMatchesAppendSamples checks that the streaming encoder
+// (AppendSamplesHeader + AppendSample) writes exactly AppendSamples' bytes,
+// so the WAL format does not depend on which one Commit uses.
+func TestAppendSampleMatchesAppendSamples(t *testing.T) {
+	cases := []struct {
+		name string
+		ss   []Sample
+	}{
+		{"one", []Sample{{ID: 1, T: 1000, V: 1}}},
+		{"many", []Sample{{ID: 9000, ST: 500, T: 60_000, V: -2.5}, {ID: 3, T: 59_000, V: math.NaN()}, {ID: 1 << 40, ST: -7, T: 61_000, V: math.Inf(1)}}},
+		{"negative times", []Sample{{ID: 2, T: -5, V: 0}, {ID: 4, T: math.MinInt64 / 2, V: 1e300}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := AppendSamples([]byte("x"), c.ss)
+			base := c.ss[0].T
+			got := AppendSamplesHeader([]byte("x"), base)
+			for _, s := range c.ss {
+				got = AppendSample(got, base, s.ID, s.ST, s.T, s.V)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("streaming encoding differs:\n got %x\nwant %x", got, want)
+			}
+		})
+	}
+}

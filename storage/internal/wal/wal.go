@@ -249,6 +249,25 @@ func (w *WAL) Start() {
 	go w.syncLoop()
 }
 
+// BeginRecord reserves a record header at the end of dst so that the
+// payload can be encoded in place, without the copy AppendRecord makes. It
+// returns dst and the header's offset, to be passed to EndRecord once the
+// payload has been appended.
+func BeginRecord(dst []byte) ([]byte, int) {
+	start := len(dst)
+	return append(dst, make([]byte, headerSize)...), start
+}
+
+// EndRecord fills in the header reserved by BeginRecord at start: the length
+// and CRC-32C of everything appended after it. The result is byte for byte
+// what AppendRecord produces for that payload.
+func EndRecord(dst []byte, start int) []byte {
+	payload := dst[start+headerSize:]
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(payload, castagnoli))
+	return dst
+}
+
 // AppendRecord frames rec onto dst; used to build a batch for Log.
 func AppendRecord(dst, rec []byte) []byte {
 	var hdr [headerSize]byte

@@ -224,3 +224,19 @@ func FuzzReplay(f *testing.F) {
 		_ = w.Close()
 	})
 }
+
+// TestBeginEndRecordMatchesAppendRecord checks in-place framing against
+// AppendRecord, for empty and non-empty payloads after existing bytes.
+func TestBeginEndRecordMatchesAppendRecord(t *testing.T) {
+	for _, payload := range [][]byte{{}, []byte("a"), bytes.Repeat([]byte{0xfe, 0x01}, 5000)} {
+		t.Run(fmt.Sprint(len(payload)), func(t *testing.T) {
+			prefix := []byte("previous record bytes")
+			want := AppendRecord(append([]byte(nil), prefix...), payload)
+			got, start := BeginRecord(append([]byte(nil), prefix...))
+			got = EndRecord(append(got, payload...), start)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("in-place framing differs from AppendRecord")
+			}
+		})
+	}
+}

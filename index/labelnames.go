@@ -32,7 +32,7 @@ func (ix *Index) LabelNames(ctx context.Context, kind Kind, mint, maxt int64, ms
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p.mu.RLock()
+		p.rlock()
 		p.names.each(kind, func(_ Kind, nameRef uint32, ne *nameEntry) {
 			if _, ok := seen[nameRef]; ok {
 				return
@@ -78,7 +78,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 	seen := map[uint32]struct{}{}
 	nvalues := 0
 	for _, p := range ps {
-		p.mu.RLock()
+		p.rlock()
 		for _, k := range kindsOf(kind) {
 			if ne := p.names.get(k, nameRef); ne != nil {
 				nvalues += len(ne.values)
@@ -107,7 +107,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p.mu.RLock()
+		p.rlock()
 		for _, k := range kindsOf(kind) {
 			ne := p.names.get(k, nameRef)
 			if ne == nil {

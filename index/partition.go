@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cockroachdb/pebble/v2"
@@ -25,6 +26,16 @@ type nameEntry struct {
 	recent []uint32
 	sortMu sync.Mutex
 	sorted []uint32 // guarded by sortMu; replaced, never modified in place
+
+	// Write buffers (see postTail), guarded by the partition's write lock.
+	// hotRef is the value most recently added to and hotBm its bitmap
+	// (nil: none): streams of one target arrive together and share most
+	// values, so this skips the values map as well.
+	allTail postTail // IDs not yet in all
+	hotRef  uint32
+	hotBm   *roaring64.Bitmap
+	hotTail postTail // IDs not yet in hotBm
+	dirty   bool     // listed in partition.dirtyNames
 }
 
 func newNameEntry() *nameEntry {
@@ -67,10 +78,53 @@ func (t *nameTable) each(kind Kind, f func(k Kind, nameRef uint32, ne *nameEntry
 	}
 }
 
+// postTailLen is how many IDs one postings bitmap buffers before they go in
+// with one roaring AddMany. Most of a roaring Add is finding the container
+// (two levels of key arrays, a copy-on-write check); AddMany does that once
+// per batch. 8 keeps AddMany's per-call scratch (8 uint32, 32 bytes) on the
+// stack.
+const postTailLen = 8
+
+// postTail buffers IDs added to one bitmap. Its owner passes the bitmap, so
+// a bitmap that is replaced (pending, at Persist) needs no bookkeeping here.
+type postTail struct {
+	n   int
+	ids [postTailLen]uint64
+}
+
+func (t *postTail) add(bm *roaring64.Bitmap, id uint64) {
+	if t.n == postTailLen {
+		t.flush(bm)
+	}
+	t.ids[t.n] = id
+	t.n++
+}
+
+func (t *postTail) flush(bm *roaring64.Bitmap) {
+	if t.n > 0 {
+		bm.AddMany(t.ids[:t.n])
+		t.n = 0
+	}
+}
+
+func (t *postTail) contains(id uint64) bool {
+	for _, x := range t.ids[:t.n] {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
 // partition is the postings of one time partition [num*d, (num+1)*d).
 //
 // A cold partition (loaded == false, from disk at Open) only knows its
 // per-kind stream sets; its postings are read from Pebble on first use.
+//
+// Writers add IDs to per-bitmap buffers (postTail) under mu; whoever reads
+// bitmaps first flushes them: readers through rlock, holders of the write
+// lock through flushLocked. A reader sees every add that completed before it
+// called rlock.
 type partition struct {
 	num int64
 
@@ -80,6 +134,47 @@ type partition struct {
 	all     [numKinds]*roaring64.Bitmap // all[kind]: streams of kind marked here
 	names   nameTable
 	pending *roaring64.Bitmap // streams added since the last Persist
+
+	allTail     [numKinds]postTail // IDs not yet in all[kind]
+	pendingTail postTail           // IDs not yet in pending
+	dirtyNames  []*nameEntry       // entries with buffered IDs
+	buffered    atomic.Bool        // some IDs are buffered; written under mu
+}
+
+// flushLocked adds every buffered ID to its bitmap; mu must be held for
+// writing.
+func (p *partition) flushLocked() {
+	if !p.buffered.Load() {
+		return
+	}
+	for k := range p.allTail {
+		p.allTail[k].flush(p.all[k])
+	}
+	p.pendingTail.flush(p.pending)
+	for _, ne := range p.dirtyNames {
+		ne.allTail.flush(ne.all)
+		ne.hotTail.flush(ne.hotBm)
+		ne.dirty = false
+	}
+	clear(p.dirtyNames)
+	p.dirtyNames = p.dirtyNames[:0]
+	p.buffered.Store(false)
+}
+
+// rlock flushes buffered IDs if there are any, then read-locks mu.
+func (p *partition) rlock() {
+	if p.buffered.Load() {
+		p.mu.Lock()
+		p.flushLocked()
+		p.mu.Unlock()
+	}
+	p.mu.RLock()
+}
+
+// containsLocked reports whether id of kind is marked in p, buffered or not;
+// mu must be held for writing.
+func (p *partition) containsLocked(kind Kind, id ID) bool {
+	return p.allTail[kind].contains(uint64(id)) || p.all[kind].Contains(uint64(id))
 }
 
 func newPartition(num int64) *partition {
@@ -90,27 +185,40 @@ func newPartition(num int64) *partition {
 	return p
 }
 
-// addLocked adds stream id with label refs to the postings; mu must be held.
+// addLocked adds stream id with label refs to the postings (buffered); mu
+// must be held for writing.
 func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 	u := uint64(id)
-	p.all[kind].Add(u)
-	p.pending.Add(u)
+	p.allTail[kind].add(p.all[kind], u)
+	p.pendingTail.add(p.pending, u)
 	for i := 0; i+1 < len(refs); i += 2 {
 		ne := p.names.getOrCreate(kind, refs[i])
-		ne.all.Add(u)
-		bm := ne.values[refs[i+1]]
-		if bm == nil {
-			bm = roaring64.New()
-			ne.values[refs[i+1]] = bm
-			ne.recent = append(ne.recent, refs[i+1])
+		if !ne.dirty {
+			ne.dirty = true
+			p.dirtyNames = append(p.dirtyNames, ne)
 		}
-		bm.Add(u)
+		ne.allTail.add(ne.all, u)
+		if v := refs[i+1]; ne.hotBm == nil || ne.hotRef != v {
+			ne.hotTail.flush(ne.hotBm)
+			bm := ne.values[v]
+			if bm == nil {
+				bm = roaring64.New()
+				ne.values[v] = bm
+				ne.recent = append(ne.recent, v)
+			}
+			ne.hotRef, ne.hotBm = v, bm
+		}
+		ne.hotTail.add(ne.hotBm, u)
+	}
+	if !p.buffered.Load() {
+		p.buffered.Store(true)
 	}
 }
 
 // removeLocked removes stream id with label refs from the postings, dropping
 // emptied bitmaps; mu must be held and the partition loaded.
 func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
+	p.flushLocked()
 	u := uint64(id)
 	p.all[kind].Remove(u)
 	p.pending.Remove(u)
@@ -124,6 +232,9 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 			bm.Remove(u)
 			if bm.IsEmpty() {
 				delete(ne.values, refs[i+1])
+				if ne.hotBm == bm {
+					ne.hotBm = nil
+				}
 			}
 		}
 		if ne.all.IsEmpty() {

@@ -184,6 +184,7 @@ func (ix *Index) Persist(ctx context.Context) error {
 	var took []taken
 	for _, p := range ix.allPartitions() {
 		p.mu.Lock()
+		p.flushLocked()
 		if p.loaded && !p.dropped && !p.pending.IsEmpty() {
 			took = append(took, taken{p, p.pending})
 			p.pending = roaring64.New()

@@ -36,7 +36,7 @@ func (ix *Index) Postings(ctx context.Context, kind Kind, mint, maxt int64, ms .
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			p.mu.RLock()
+			p.rlock()
 			bm, owned := ix.evalPartition(p, k, ms)
 			switch {
 			case bm == nil:

@@ -42,12 +42,17 @@ type streamRec struct {
 // recSlot is the stored form of a streamRec. enc and kind are written only
 // while holding both the stream's hash-shard lock and the page's lock, so a
 // reader may hold either. lastPart is atomic: Touch reads it without a lock.
-// kind 0 marks an empty slot.
+// It is stored XOR math.MinInt64, so a zeroed slot reads math.MinInt64
+// ("marked nowhere") and a new page needs no initialization. kind 0 marks
+// an empty slot.
 type recSlot struct {
-	enc      string
-	lastPart atomic.Int64
-	kind     Kind
+	enc       string
+	lastPartX atomic.Int64
+	kind      Kind
 }
+
+func (sl *recSlot) loadLastPart() int64   { return sl.lastPartX.Load() ^ math.MinInt64 }
+func (sl *recSlot) storeLastPart(v int64) { sl.lastPartX.Store(v ^ math.MinInt64) }
 
 type recPage struct {
 	mu    sync.RWMutex
@@ -134,7 +139,7 @@ func (sl *recSlot) snapshot() (streamRec, bool) {
 	if sl.kind == 0 {
 		return streamRec{}, false
 	}
-	return streamRec{enc: sl.enc, lastPart: sl.lastPart.Load(), kind: sl.kind}, true
+	return streamRec{enc: sl.enc, lastPart: sl.loadLastPart(), kind: sl.kind}, true
 }
 
 // lastPart returns the newest partition id is marked in without a lock;
@@ -144,7 +149,7 @@ func (s *recStore) lastPart(id ID) int64 {
 	if p == nil {
 		return math.MinInt64
 	}
-	return p.slots[i].lastPart.Load()
+	return p.slots[i].loadLastPart()
 }
 
 // raiseLastPart records part as id's newest partition if it is newer. It
@@ -161,8 +166,8 @@ func (s *recStore) raiseLastPart(id ID, part int64) bool {
 		return false
 	}
 	for {
-		cur := sl.lastPart.Load()
-		if cur >= part || sl.lastPart.CompareAndSwap(cur, part) {
+		cur := sl.loadLastPart()
+		if cur >= part || sl.lastPartX.CompareAndSwap(cur^math.MinInt64, part^math.MinInt64) {
 			return true
 		}
 	}
@@ -185,7 +190,7 @@ func (s *recStore) put(id ID, r streamRec) {
 			panic("BUG: record slot of a new stream is occupied")
 		}
 		sl.enc, sl.kind = r.enc, r.kind
-		sl.lastPart.Store(r.lastPart)
+		sl.storeLastPart(r.lastPart)
 		p.live++
 		p.mu.Unlock()
 		return
@@ -208,7 +213,7 @@ func (s *recStore) remove(id ID, keep func(streamRec) bool) (streamRec, bool) {
 		return r, false
 	}
 	sl.enc, sl.kind = "", 0
-	sl.lastPart.Store(math.MinInt64)
+	sl.storeLastPart(math.MinInt64)
 	p.live--
 	free := p.live == 0
 	if free {
@@ -253,9 +258,6 @@ func (s *recStore) pageForWrite(id ID) (*recPage, int) {
 	p := ch.pages[pg].Load()
 	if p == nil {
 		p = &recPage{}
-		for j := range p.slots {
-			p.slots[j].lastPart.Store(math.MinInt64)
-		}
 		ch.pages[pg].Store(p)
 		ch.live++
 	}

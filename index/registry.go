@@ -292,7 +292,7 @@ func (ix *Index) markInPartition(id ID, kind Kind, refs []uint32, t int64) {
 			p.mu.Unlock()
 			continue // dropped between lookup and lock: use the new oldest partition
 		}
-		if !p.all[kind].Contains(uint64(id)) {
+		if !p.containsLocked(kind, id) {
 			if _, ok := ix.rec(id); ok { // not deleted meanwhile
 				p.addLocked(kind, id, refs)
 			}

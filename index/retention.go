@@ -43,6 +43,7 @@ func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
 	candidates := roaring64.New()
 	for _, p := range dropped {
 		p.mu.Lock()
+		p.flushLocked()
 		p.dropped = true
 		for _, bm := range p.all {
 			candidates.Or(bm)
@@ -51,7 +52,7 @@ func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
 	}
 	// Streams still marked in a remaining partition stay.
 	for _, p := range ix.allPartitions() {
-		p.mu.RLock()
+		p.rlock()
 		for _, bm := range p.all {
 			candidates.AndNot(bm)
 		}
@@ -147,6 +148,7 @@ func (ix *Index) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
 		kinds := [numKinds]*roaring64.Bitmap{}
 		deltas := map[pairDelta]*roaring64.Bitmap{}
 		p.mu.Lock()
+		p.flushLocked()
 		for id, g := range removed {
 			if !p.all[g.kind].Contains(uint64(id)) {
 				continue

@@ -48,7 +48,7 @@ func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN in
 		return st, fmt.Errorf("stats: %w", err)
 	}
 	for _, p := range ps {
-		p.mu.RLock()
+		p.rlock()
 		defer p.mu.RUnlock()
 	}
 	type pair struct{ name, value uint32 }

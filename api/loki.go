@@ -64,6 +64,9 @@ type lokiAPI struct {
 	now    func() time.Time
 }
 
+// The log store is the LogQL engine's Source.
+var _ logql.Source = (*logstore.Store)(nil)
+
 // NewLokiHandler returns the Loki HTTP API: push, query, query_range,
 // labels, label values, series, index stats and volume, detected fields and
 // labels, patterns, tail (WebSocket), format_query, status/buildinfo under

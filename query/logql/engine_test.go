@@ -17,14 +17,14 @@ func TestLineFilterPushdown(t *testing.T) {
 		want []LineFilter
 	}{
 		{`{a="b"}`, nil},
-		{`{a="b"} |= "x" != "y"`, []LineFilter{{LineContains, "x"}, {LineNotContains, "y"}}},
-		{`{a="b"} |~ "x" |= "y"`, []LineFilter{{LineContains, "y"}}},
-		{`{a="b"} |= "x" or "y" |= "z"`, []LineFilter{{LineContains, "z"}}},
-		{`{a="b"} | json |= "x" | line_format "{{.a}}" |= "y"`, []LineFilter{{LineContains, "x"}}},
+		{`{a="b"} |= "x" != "y"`, []LineFilter{{Op: LineContains, Value: "x"}, {Op: LineNotContains, Value: "y"}}},
+		{`{a="b"} |~ "x" |= "y"`, []LineFilter{{Op: LineContains, Value: "y"}}},
+		{`{a="b"} |= "x" or "y" |= "z"`, []LineFilter{{Op: LineContains, Value: "z"}}},
+		{`{a="b"} | json |= "x" | line_format "{{.a}}" |= "y"`, []LineFilter{{Op: LineContains, Value: "x"}}},
 		{`{a="b"} | unpack |= "x"`, nil},
 		{`{a="b"} | decolorize |= "x"`, nil},
 		{`{a="b"} |= ""`, nil},
-		{`count_over_time({a="b"} |= "needle" [1m])`, []LineFilter{{LineContains, "needle"}}},
+		{`count_over_time({a="b"} |= "needle" [1m])`, []LineFilter{{Op: LineContains, Value: "needle"}}},
 	} {
 		t.Run(tc.q, func(t *testing.T) {
 			src := &memSource{}

@@ -3,72 +3,36 @@ package logql
 import (
 	"context"
 
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
-// Direction is the order in which a log query returns entries.
-type Direction uint8
+// The values a Source exchanges with the engine are defined in
+// storage/logentry, below both the log store and this package, so that the
+// store implements Source without importing query.
+type (
+	// Direction is the order in which a log query returns entries.
+	Direction = logentry.Direction
+	// Entry is one log line of a stream.
+	Entry = logentry.Entry
+	// LineFilterOp is the operator of a line filter pushed down to the Source.
+	LineFilterOp = logentry.LineFilterOp
+	// LineFilter is a literal line filter the Source may use to skip chunks.
+	LineFilter = logentry.LineFilter
+	// SelectParams describes the entries a query needs from the Source.
+	SelectParams = logentry.SelectParams
+	// EntryIterator yields a select's entries, stream by stream.
+	EntryIterator = logentry.Iterator
+)
 
+// Directions and line filter operators, as in storage/logentry.
 const (
-	// Forward returns the oldest entries first.
-	Forward Direction = 0
-	// Backward returns the newest entries first (Loki's default for log queries).
-	Backward Direction = 1
+	Forward         = logentry.Forward
+	Backward        = logentry.Backward
+	LineContains    = logentry.LineContains
+	LineNotContains = logentry.LineNotContains
 )
-
-// String returns "forward" or "backward", as the Loki HTTP API spells them.
-func (d Direction) String() string {
-	if d == Backward {
-		return "backward"
-	}
-	return "forward"
-}
-
-// Entry is one log line of a stream.
-type Entry struct {
-	Timestamp int64         // unix nanoseconds
-	Line      string        // the log line
-	Metadata  labels.Labels // structured metadata (trace_id, span_id, detected_level, ...)
-}
-
-// LineFilterOp is the operator of a line filter pushed down to the Source.
-type LineFilterOp uint8
-
-const (
-	// LineContains keeps lines that contain Value (literal, case-sensitive).
-	LineContains LineFilterOp = 0
-	// LineNotContains keeps lines that do not contain Value (literal, case-sensitive).
-	LineNotContains LineFilterOp = 1
-)
-
-// LineFilter is a literal line filter that the Source may use to skip
-// chunks that cannot match. Only LineContains and LineNotContains are pushed
-// down; regular expressions and patterns are not.
-type LineFilter struct {
-	Op    LineFilterOp
-	Value string
-}
-
-// SelectParams describes the entries a query needs from the Source.
-type SelectParams struct {
-	Start, End  int64             // unix ns, [Start, End)
-	Matchers    []*labels.Matcher // the stream selector
-	LineFilters []LineFilter      // hints: the store may skip chunks that cannot match; the engine re-applies every filter
-	Direction   Direction
-}
 
 // Source is implemented by the log store. Safe for concurrent use.
 type Source interface {
 	Select(ctx context.Context, p SelectParams) (EntryIterator, error)
-}
-
-// EntryIterator yields the entries of one stream after another (stream
-// order unspecified), each stream's entries in ascending timestamp order.
-// At's values are valid until Next. An iterator is used by one goroutine and
-// must be closed.
-type EntryIterator interface {
-	Next() bool
-	At() (stream labels.Labels, e Entry)
-	Err() error
-	Close() error
 }

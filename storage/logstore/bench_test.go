@@ -8,15 +8,15 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // benchLines makes n log lines of a typical service: logfmt with a trace ID.
-func benchLines(start, n int) []logql.Entry {
-	es := make([]logql.Entry, n)
+func benchLines(start, n int) []logentry.Entry {
+	es := make([]logentry.Entry, n)
 	for i := range es {
 		j := start + i
-		es[i] = logql.Entry{
+		es[i] = logentry.Entry{
 			Timestamp: int64(j) * 1e6,
 			Line: fmt.Sprintf(`ts=2026-11-30T12:00:%02d.%03dZ level=info caller=server.go:%d msg="request done" method=GET path=/api/v1/items/%d status=200 duration=%dms trace_id=%032x`,
 				j%60, j%1000, 100+j%50, j%977, j%300, uint64(j)*0x9e3779b97f4a7c15),
@@ -101,7 +101,7 @@ func BenchmarkNeedleSearch(b *testing.B) {
 		}
 	}
 	needle := benchLines(54321, 1)[0].Line[len(benchLines(54321, 1)[0].Line)-32:]
-	p := logql.SelectParams{Start: 0, End: 1 << 62, LineFilters: []logql.LineFilter{{Op: logql.LineContains, Value: needle}}}
+	p := logentry.SelectParams{Start: 0, End: 1 << 62, LineFilters: []logentry.LineFilter{{Op: logentry.LineContains, Value: needle}}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	read := 0

@@ -9,8 +9,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage/chunkenc"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // Chunk value layout (docs/format/logs.md):
@@ -65,7 +65,7 @@ type chunkMeta struct {
 }
 
 // appendChunk encodes es (sorted by timestamp, non-empty) as a chunk value.
-func appendChunk(dst []byte, es []logql.Entry) []byte {
+func appendChunk(dst []byte, es []logentry.Entry) []byte {
 	if len(es) == 0 || len(es) > chunkenc.MaxColumnLen {
 		panic(fmt.Sprintf("BUG: chunk of %d entries", len(es)))
 	}
@@ -152,7 +152,7 @@ func decodeChunkMeta(src []byte) (chunkMeta, error) {
 
 // decodeChunkEntries decompresses m's columns and appends its entries to
 // dst. Lines and metadata are fresh strings the caller may keep.
-func decodeChunkEntries(dst []logql.Entry, m chunkMeta) ([]logql.Entry, error) {
+func decodeChunkEntries(dst []logentry.Entry, m chunkMeta) ([]logentry.Entry, error) {
 	_, dec := zstdCodecs()
 	body, err := dec.DecodeAll(m.body, nil)
 	if err != nil {
@@ -182,7 +182,7 @@ func decodeChunkEntries(dst []logql.Entry, m chunkMeta) ([]logql.Entry, error) {
 	b := labels.NewScratchBuilder(4)
 	off := uint64(0)
 	for i := range m.n {
-		e := logql.Entry{Timestamp: ts[i], Line: lines[off : off+lens[i]]}
+		e := logentry.Entry{Timestamp: ts[i], Line: lines[off : off+lens[i]]}
 		off += lens[i]
 		if e.Metadata, body, err = decodeLabels(&b, body); err != nil {
 			return dst, err
@@ -197,9 +197,9 @@ func decodeChunkEntries(dst []logql.Entry, m chunkMeta) ([]logql.Entry, error) {
 
 // mayMatch reports whether the chunk can hold an entry passing the
 // line filters. Only LineContains filters can rule a chunk out.
-func (m chunkMeta) mayMatch(fs []logql.LineFilter) bool {
+func (m chunkMeta) mayMatch(fs []logentry.LineFilter) bool {
 	for _, f := range fs {
-		if f.Op == logql.LineContains && !m.filter.mayContain(f.Value) {
+		if f.Op == logentry.LineContains && !m.filter.mayContain(f.Value) {
 			return false
 		}
 	}

@@ -8,11 +8,11 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 func TestChunkRoundTrip(t *testing.T) {
-	cases := map[string][]logql.Entry{
+	cases := map[string][]logentry.Entry{
 		"one":   {ent(5, "x")},
 		"empty": {ent(-3, ""), ent(-3, "", "k", "")},
 		"mixed": {ent(1, "level=info a"), ent(1, "ünïcode ✓", "trace_id", "0af7651916cd43dd8448eb211c80319c", "span_id", "b7ad6b7169203331"), ent(1e18, strings.Repeat("long ", 1000))},
@@ -45,7 +45,7 @@ func TestChunkRoundTrip(t *testing.T) {
 func TestFilterSound(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	words := []string{"error", "GPU", "x", "ab", "timeout", "0af7651916cd43dd8448eb211c80319c", "rank=3", "ü✓", "a-b_c", "  ", "{\"level\":\"warn\"}"}
-	var es []logql.Entry
+	var es []logentry.Entry
 	for i := range 200 {
 		var sb strings.Builder
 		for range 1 + r.IntN(8) {
@@ -83,7 +83,7 @@ func TestFilterSound(t *testing.T) {
 }
 
 func FuzzDecodeChunk(f *testing.F) {
-	f.Add(appendChunk(nil, []logql.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")}))
+	f.Add(appendChunk(nil, []logentry.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")}))
 	f.Add([]byte{chunkVersion, 1, 2, 2, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeChunkMeta(b)
@@ -96,7 +96,7 @@ func FuzzDecodeChunk(f *testing.F) {
 }
 
 func FuzzDecodeEntries(f *testing.F) {
-	f.Add(appendEntries(nil, []logql.Entry{ent(1, "a", "k", "v")}))
+	f.Add(appendEntries(nil, []logentry.Entry{ent(1, "a", "k", "v")}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		es, err := decodeEntries(nil, b)
 		if err != nil {

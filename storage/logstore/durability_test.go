@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 const childEnv = "WEFT_LOGSTORE_KILL_CHILD"
@@ -105,7 +105,7 @@ func killChild(dir string) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				ls := labels.FromStrings("g", strconv.Itoa(g), "s", strconv.Itoa(i%3))
-				es := []logql.Entry{
+				es := []logentry.Entry{
 					{Timestamp: int64(i) * 1e6, Line: fmt.Sprintf("g%d-%d-a", g, i)},
 					{Timestamp: int64(i)*1e6 + 1, Line: fmt.Sprintf("g%d-%d-b", g, i), Metadata: labels.FromStrings("trace_id", strconv.Itoa(i))},
 				}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // testDB is a Pebble database and index as storage.Open makes them.
@@ -60,11 +60,11 @@ func openTestStore(tb testing.TB, t *testDB, o Options) *Store {
 
 type gotEntry struct {
 	stream string
-	logql.Entry
+	logentry.Entry
 }
 
 // selectAll drains Select and checks each stream's order.
-func selectAll(tb testing.TB, s *Store, p logql.SelectParams) []gotEntry {
+func selectAll(tb testing.TB, s *Store, p logentry.SelectParams) []gotEntry {
 	tb.Helper()
 	it, err := s.Select(context.Background(), p)
 	if err != nil {
@@ -85,19 +85,19 @@ func selectAll(tb testing.TB, s *Store, p logql.SelectParams) []gotEntry {
 	return out
 }
 
-func push(tb testing.TB, s *Store, ls labels.Labels, es ...logql.Entry) {
+func push(tb testing.TB, s *Store, ls labels.Labels, es ...logentry.Entry) {
 	tb.Helper()
 	if err := s.Push(context.Background(), []PushStream{{Labels: ls, Entries: es}}); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func ent(ts int64, line string, md ...string) logql.Entry {
-	return logql.Entry{Timestamp: ts, Line: line, Metadata: labels.FromStrings(md...)}
+func ent(ts int64, line string, md ...string) logentry.Entry {
+	return logentry.Entry{Timestamp: ts, Line: line, Metadata: labels.FromStrings(md...)}
 }
 
-func all() logql.SelectParams {
-	return logql.SelectParams{Start: 0, End: 1 << 62}
+func all() logentry.SelectParams {
+	return logentry.SelectParams{Start: 0, End: 1 << 62}
 }
 
 type quietLogger struct{}

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // Key layout (docs/format/logs.md). Every key starts with keyspaceLogs and a
@@ -128,7 +128,7 @@ func readString(src []byte) (string, []byte, error) {
 // appendEntries encodes the entries of one push (a recent record): uvarint
 // count, then per entry varint timestamp, length-prefixed line and the
 // metadata labels.
-func appendEntries(dst []byte, es []logql.Entry) []byte {
+func appendEntries(dst []byte, es []logentry.Entry) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(es)))
 	for _, e := range es {
 		dst = binary.AppendVarint(dst, e.Timestamp)
@@ -138,14 +138,14 @@ func appendEntries(dst []byte, es []logql.Entry) []byte {
 	return dst
 }
 
-func decodeEntries(dst []logql.Entry, src []byte) ([]logql.Entry, error) {
+func decodeEntries(dst []logentry.Entry, src []byte) ([]logentry.Entry, error) {
 	n, src, err := readUvarint(src)
 	if err != nil || n > uint64(len(src)) {
 		return dst, fmt.Errorf("entry count: %w", ErrCorrupt)
 	}
 	b := labels.NewScratchBuilder(4)
 	for range n {
-		var e logql.Entry
+		var e logentry.Entry
 		ts, k := binary.Varint(src)
 		if k <= 0 {
 			return dst, fmt.Errorf("entry timestamp: %w", ErrCorrupt)
@@ -166,7 +166,7 @@ func decodeEntries(dst []logql.Entry, src []byte) ([]logql.Entry, error) {
 }
 
 // entrySize is what an entry counts against Options.SealBytes.
-func entrySize(e logql.Entry) int {
+func entrySize(e logentry.Entry) int {
 	n := len(e.Line) + 8
 	e.Metadata.Range(func(l labels.Label) { n += len(l.Name) + len(l.Value) })
 	return n

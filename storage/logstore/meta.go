@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // Metadata queries of the Loki API (labels, series, index stats). Times are
@@ -69,7 +69,7 @@ func (s *Store) Stats(ctx context.Context, start, end int64, ms ...*labels.Match
 // EachStreamTotal calls f with the totals (Chunks, Entries, Bytes; Streams
 // is 1) in [start, end) of each stream matching ms that has entries there.
 func (s *Store) EachStreamTotal(ctx context.Context, start, end int64, ms []*labels.Matcher, f func(ls labels.Labels, t Stats)) error {
-	ei, err := s.Select(ctx, logql.SelectParams{Start: start, End: end, Matchers: ms})
+	ei, err := s.Select(ctx, logentry.SelectParams{Start: start, End: end, Matchers: ms})
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Store) chunkTotals(it *iterator, sel selStream, part int64, t *Stats) e
 // EachEntry calls f for every selected entry (newStream is true for the
 // first entry of each stream) and adds the number of chunks read to
 // *chunks when chunks is not nil.
-func (s *Store) EachEntry(ctx context.Context, p logql.SelectParams, f func(ls labels.Labels, newStream bool, e logql.Entry), chunks *uint64) error {
+func (s *Store) EachEntry(ctx context.Context, p logentry.SelectParams, f func(ls labels.Labels, newStream bool, e logentry.Entry), chunks *uint64) error {
 	it, err := s.Select(ctx, p)
 	if err != nil {
 		return err

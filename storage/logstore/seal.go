@@ -10,7 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // Seal seals heads into chunks: every non-empty head if all is true (tests,
@@ -68,7 +68,7 @@ func (s *Store) sealStream(st *stream) error {
 		st.mu.Unlock()
 	}()
 
-	slices.SortStableFunc(es, func(a, b logql.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+	slices.SortStableFunc(es, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 	b := s.db.NewBatch()
 	defer b.Close()
 	for len(es) > 0 {

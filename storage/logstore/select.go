@@ -12,12 +12,11 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
-var _ logql.Source = (*Store)(nil)
-
-// Select implements logql.Source: the entries in [p.Start, p.End) of the
+// Select implements query/logql's Source (checked in api/, which wires the
+// two): the entries in [p.Start, p.End) of the
 // log streams matching p.Matchers, stream after stream (ascending stream
 // ID), each stream's entries in ascending timestamp order (entries with
 // equal timestamps in the order they were pushed within a chunk or head).
@@ -26,11 +25,11 @@ var _ logql.Source = (*Store)(nil)
 // Chunks whose token filter rules out a LineContains filter are not read.
 // The iterator reads a consistent snapshot taken now. Safe for concurrent
 // use.
-func (s *Store) Select(ctx context.Context, p logql.SelectParams) (logql.EntryIterator, error) {
+func (s *Store) Select(ctx context.Context, p logentry.SelectParams) (logentry.Iterator, error) {
 	return s.SelectWithHints(ctx, p, Hints{})
 }
 
-// Hints are pushdown hints beyond logql.SelectParams. Like line filters they
+// Hints are pushdown hints beyond logentry.SelectParams. Like line filters they
 // only let the store skip chunks; the caller still filters every entry.
 type Hints struct {
 	// MetadataEqual: every wanted entry carries each of these structured
@@ -40,7 +39,7 @@ type Hints struct {
 }
 
 // SelectWithHints is Select with extra pushdown hints.
-func (s *Store) SelectWithHints(ctx context.Context, p logql.SelectParams, h Hints) (logql.EntryIterator, error) {
+func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h Hints) (logentry.Iterator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -73,7 +72,7 @@ func (s *Store) SelectWithHints(ctx context.Context, p logql.SelectParams, h Hin
 			}
 		}
 		st.mu.Unlock()
-		slices.SortStableFunc(sel.head, func(a, b logql.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		slices.SortStableFunc(sel.head, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 		it.streams = append(it.streams, sel)
 	}
 	s.mu.RUnlock()
@@ -86,15 +85,15 @@ func (s *Store) SelectWithHints(ctx context.Context, p logql.SelectParams, h Hin
 // the partitions to read chunks from.
 type selStream struct {
 	st    *stream
-	head  []logql.Entry
+	head  []logentry.Entry
 	parts []int64
 }
 
-// iterator implements logql.EntryIterator over a Pebble snapshot.
+// iterator implements logentry.Iterator over a Pebble snapshot.
 type iterator struct {
 	ctx     context.Context
 	s       *Store
-	p       logql.SelectParams
+	p       logentry.SelectParams
 	hints   Hints
 	snap    *pebble.Snapshot
 	streams []selStream
@@ -107,7 +106,7 @@ type iterator struct {
 	// retrying a push) and is returned once, as Loki does.
 	lastT     int64
 	seenLines map[string]struct{}
-	at        logql.Entry
+	at        logentry.Entry
 	err       error
 	steps     int
 
@@ -224,7 +223,7 @@ func (it *iterator) openStream(sel selStream) error {
 	return nil
 }
 
-func (it *iterator) readChunk(key []byte) ([]logql.Entry, error) {
+func (it *iterator) readChunk(key []byte) ([]logentry.Entry, error) {
 	v, closer, err := it.snap.Get(key)
 	if err != nil {
 		return nil, fmt.Errorf("select logs: read chunk: %w", err)
@@ -242,8 +241,8 @@ func (it *iterator) readChunk(key []byte) ([]logql.Entry, error) {
 	return es, nil
 }
 
-func (it *iterator) At() (labels.Labels, logql.Entry) { return it.cur, it.at }
-func (it *iterator) Err() error                       { return it.err }
+func (it *iterator) At() (labels.Labels, logentry.Entry) { return it.cur, it.at }
+func (it *iterator) Err() error                          { return it.err }
 
 func (it *iterator) Close() error {
 	if it.snap == nil {
@@ -258,7 +257,7 @@ func (it *iterator) Close() error {
 // keyed by its minimum time.
 type cursor struct {
 	key     int64
-	entries []logql.Entry
+	entries []logentry.Entry
 	pending []byte
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 // Errors of the write path, in one block.
@@ -30,7 +30,7 @@ var (
 // guarantees) and entries in any order.
 type PushStream struct {
 	Labels  labels.Labels
-	Entries []logql.Entry
+	Entries []logentry.Entry
 }
 
 // Store is the log store. See the package documentation.
@@ -77,7 +77,7 @@ type stream struct {
 	parts []int64 // sorted partitions with P records; guarded by Store.mu
 
 	mu       sync.Mutex
-	entries  []logql.Entry
+	entries  []logentry.Entry
 	seqs     []uint64 // recent records holding entries
 	bytes    int
 	oldest   time.Time // arrival of the oldest unsealed push (zero: empty)
@@ -250,7 +250,7 @@ func (st *stream) addPart(part int64) {
 
 // appendLocked adds the entries of one recent record; s.mu held (or the
 // stream not yet shared).
-func (st *stream) appendLocked(es []logql.Entry, seq uint64, now time.Time) {
+func (st *stream) appendLocked(es []logentry.Entry, seq uint64, now time.Time) {
 	if len(st.entries) == 0 {
 		st.oldest = now
 	}
@@ -271,7 +271,7 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 	type pending struct {
 		st      *stream
 		seq     uint64
-		entries []logql.Entry
+		entries []logentry.Entry
 	}
 	b := s.db.NewBatch()
 	defer b.Close()

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weftdb/weft/index"
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 )
 
 const day = int64(24 * time.Hour)
@@ -34,7 +34,7 @@ func TestPushSelect(t *testing.T) {
 				}
 				push(t, s, a, ent(15, "late"))
 			}
-			got := selectAll(t, s, logql.SelectParams{Start: 0, End: 2 * day,
+			got := selectAll(t, s, logentry.SelectParams{Start: 0, End: 2 * day,
 				Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "run_id", "r42")}})
 			want := []string{"first", "second", "third"}
 			if sealed {
@@ -54,7 +54,7 @@ func TestPushSelect(t *testing.T) {
 				t.Fatalf("metadata %s", got[0].Metadata)
 			}
 			// Time bounds: [Start, End).
-			got = selectAll(t, s, logql.SelectParams{Start: 15, End: 30})
+			got = selectAll(t, s, logentry.SelectParams{Start: 15, End: 30})
 			lines = lines[:0]
 			for _, e := range got {
 				lines = append(lines, e.Line)
@@ -66,7 +66,7 @@ func TestPushSelect(t *testing.T) {
 			if !slices.Equal(lines, want) {
 				t.Fatalf("[15,30): %q, want %q", lines, want)
 			}
-			got = selectAll(t, s, logql.SelectParams{Start: day, End: 2 * day})
+			got = selectAll(t, s, logentry.SelectParams{Start: day, End: 2 * day})
 			if len(got) != 1 || got[0].Line != "next day" || got[0].stream != b.String() {
 				t.Fatalf("day 2: %+v", got)
 			}
@@ -120,7 +120,7 @@ func TestReopen(t *testing.T) {
 	db = openTestDB(t, dir)
 	defer db.close(t)
 	s = openTestStore(t, db, o)
-	got := selectAll(t, s, logql.SelectParams{Start: 0, End: 2 * day,
+	got := selectAll(t, s, logentry.SelectParams{Start: 0, End: 2 * day,
 		Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "x")}})
 	var lines []string
 	for _, e := range got {
@@ -145,15 +145,15 @@ func TestLineFilterSkipsChunks(t *testing.T) {
 	ls := labels.FromStrings("app", "api")
 	const chunks = 20
 	for c := range chunks {
-		es := make([]logql.Entry, 100)
+		es := make([]logentry.Entry, 100)
 		for i := range es {
 			es[i] = ent(int64(c*100+i), fmt.Sprintf("level=info msg=\"request done\" trace_id=%032x status=200", (c*100+i)*7919))
 		}
 		push(t, s, ls, es...)
 	}
 	needle := fmt.Sprintf("%032x", 1234*7919)
-	it, err := s.Select(context.Background(), logql.SelectParams{Start: 0, End: 1 << 40,
-		LineFilters: []logql.LineFilter{{Op: logql.LineContains, Value: needle}}})
+	it, err := s.Select(context.Background(), logentry.SelectParams{Start: 0, End: 1 << 40,
+		LineFilters: []logentry.LineFilter{{Op: logentry.LineContains, Value: needle}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestConcurrentPushSealSelect(t *testing.T) {
 		go func() {
 			ls := labels.FromStrings("w", fmt.Sprint(w%2))
 			for i := range perWriter {
-				if err := s.Push(context.Background(), []PushStream{{Labels: ls, Entries: []logql.Entry{ent(int64(i), fmt.Sprintf("%d-%d", w, i))}}}); err != nil {
+				if err := s.Push(context.Background(), []PushStream{{Labels: ls, Entries: []logentry.Entry{ent(int64(i), fmt.Sprintf("%d-%d", w, i))}}}); err != nil {
 					done <- err
 					return
 				}
@@ -352,7 +352,7 @@ func TestMetadataHintSkipsChunks(t *testing.T) {
 	s := openTestStore(t, db, o)
 	ls := labels.FromStrings("app", "api")
 	for c := range 10 {
-		es := make([]logql.Entry, 50)
+		es := make([]logentry.Entry, 50)
 		for i := range es {
 			n := c*50 + i
 			es[i] = ent(int64(n), "request done", "trace_id", fmt.Sprintf("%032x", n*7919))
@@ -386,7 +386,7 @@ func TestDuplicatesReturnedOnce(t *testing.T) {
 			defer db.close(t)
 			s := openTestStore(t, db, testOptions())
 			ls := labels.FromStrings("app", "x")
-			batch := []logql.Entry{ent(5, "a"), ent(5, "b"), ent(6, "c")}
+			batch := []logentry.Entry{ent(5, "a"), ent(5, "b"), ent(6, "c")}
 			push(t, s, ls, batch...)
 			if sealed {
 				if err := s.Seal(context.Background(), true); err != nil {

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,15 @@ type valueDict struct {
 	values map[string]uint32 // guarded by symbols.mu
 	n      atomic.Uint32     // number of values; written under symbols.mu
 	pages  atomic.Pointer[[]*[symPageSize]string]
+	// hot is 1 + the ref of the value most recently interned (0: none).
+	// The streams of one target arrive together and share most values, so
+	// comparing with it saves most map probes of interning.
+	hot atomic.Uint32
+}
+
+// at returns value ref, which must be below n.
+func (d *valueDict) at(ref uint32) string {
+	return (*d.pages.Load())[ref>>symPageBits][ref&symPageMask]
 }
 
 func newSymbols() *symbols {
@@ -142,8 +152,16 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 			rn = r
 		}
 		i++
-		rv, ok := dicts[rn].values[l.Value]
-		missing = !ok
+		d := dicts[rn]
+		rv := d.hot.Load() - 1
+		if rv == math.MaxUint32 || d.at(rv) != l.Value {
+			var ok bool
+			if rv, ok = d.values[l.Value]; !ok {
+				missing = true
+				return
+			}
+			d.hot.Store(rv + 1)
+		}
 		refs = append(refs, rn, rv)
 	})
 	s.mu.RUnlock()
@@ -197,6 +215,7 @@ func (s *symbols) internNameLocked(name string) *valueDict {
 // held for writing.
 func (d *valueDict) internLocked(value string) uint32 {
 	if r, ok := d.values[value]; ok {
+		d.hot.Store(r + 1)
 		return r
 	}
 	value = strings.Clone(value)
@@ -212,5 +231,6 @@ func (d *valueDict) internLocked(value string) uint32 {
 	pages[r>>symPageBits][r&symPageMask] = value
 	d.values[value] = r
 	d.n.Store(r + 1)
+	d.hot.Store(r + 1)
 	return r
 }

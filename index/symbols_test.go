@@ -1,0 +1,56 @@
+package index
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// TestInternHotValues interns label sets whose values repeat, alternate and
+// change (the hot-value shortcut hits, misses and is overwritten by other
+// goroutines); every set must get the same refs each time and decode back.
+func TestInternHotValues(t *testing.T) {
+	s := newSymbols()
+	sets := []labels.Labels{
+		labels.FromStrings("a", "x", "b", "1"),
+		labels.FromStrings("a", "x", "b", "2"),
+		labels.FromStrings("a", "y", "b", "2"),
+		labels.FromStrings("a", "x", "b", "1"),
+		labels.FromStrings("a", "", "c", "x"),
+		labels.FromStrings("a", "x"),
+	}
+	first := map[string]string{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b labels.ScratchBuilder
+			for i := 0; i < 500; i++ {
+				ls := sets[(i*(w+1))%len(sets)]
+				enc := string(appendLabelRefs(nil, s.internLabels(ls, nil)))
+				if got, err := s.buildLabels(enc, &b); err != nil || !labels.Equal(got, ls) {
+					errs <- fmt.Errorf("interned %s decodes to %s (%v)", ls, got, err)
+					return
+				}
+				mu.Lock()
+				if prev, ok := first[ls.String()]; ok && prev != enc {
+					mu.Unlock()
+					errs <- fmt.Errorf("%s interned to %x, earlier %x", ls, enc, prev)
+					return
+				}
+				first[ls.String()] = enc
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // App is a running weft server. New opens the storage and builds the
@@ -27,6 +29,7 @@ type App struct {
 	opts    Options
 	logger  *slog.Logger
 	db      *storage.DB
+	logs    *logstore.Store
 	tracker *promql.ActiveQueryTracker
 	api     *api.Server
 	srv     *http.Server
@@ -84,6 +87,24 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 
+	// Log streams live in the same Pebble database and the same index as
+	// metric series, so one label selector finds both.
+	lopts := opts.LogStore
+	lopts.Logger = logger.With("component", "logstore")
+	lopts.PartitionDuration = sopts.PartitionDuration
+	// One retention for both: dropping an index partition for metrics
+	// drops it for the log streams in it too.
+	lopts.Retention = sopts.Retention
+	logs, err := logstore.Open(ctx, db.Pebble(), db.Index(), lopts)
+	if err != nil {
+		return nil, fmt.Errorf("open log store: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, logs.Close())
+		}
+	}()
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -130,9 +151,14 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}
 	aopts.RemoteWrite = api.NewRemoteWriteHandler(db, rwopts)
+	lkopts := opts.Loki
+	lkopts.Logger = logger.With("component", "loki")
+	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)
 	aopts.Handlers = map[string]http.Handler{
 		"/otlp/v1/metrics":        otlpHandler,
 		"/api/v1/otlp/v1/metrics": otlpHandler,
+		"/loki/":                  lokiHandler,
+		"/ready":                  lokiHandler,
 	}
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
@@ -151,6 +177,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		opts:    opts,
 		logger:  logger,
 		db:      db,
+		logs:    logs,
 		tracker: tracker,
 		api:     srvAPI,
 		srv: &http.Server{
@@ -297,6 +324,9 @@ func (a *App) Stop(ctx context.Context) error {
 		}
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
+		}
+		if err := a.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close log store: %w", err))
 		}
 		if err := a.db.Flush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("flush head: %w", err))

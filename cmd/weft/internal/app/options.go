@@ -8,7 +8,9 @@ import (
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // Defaults of the server's listeners and shutdown.
@@ -39,6 +41,13 @@ type Options struct {
 	// OTLP configures the OTLP receiver: translation, workload context,
 	// delta state, limits.
 	OTLP api.OTLPOptions
+	// LogStore configures the log store. Its partition duration and
+	// retention are the metric store's (they share the index).
+	LogStore logstore.Options
+	// Loki configures the Loki HTTP API (push limits, query defaults).
+	Loki api.LokiOptions
+	// LogQL configures the LogQL engine (limits, timeout).
+	LogQL logql.EngineOptions
 
 	// Storage configures the store (retention, out-of-order window, ...).
 	Storage storage.Options
@@ -77,6 +86,9 @@ func DefaultOptions() Options {
 		QueryMaxConcurrency: query.DefaultMaxConcurrency,
 		RemoteWrite:         api.DefaultRemoteWriteOptions(),
 		OTLP:                api.DefaultOTLPOptions(),
+		LogStore:            logstore.DefaultOptions(),
+		Loki:                api.DefaultLokiOptions(),
+		LogQL:               logql.DefaultEngineOptions(),
 		CORSOrigin:          ".*",
 		ShutdownTimeout:     DefaultShutdownTimeout,
 		BuildInfo:           api.DefaultOptions().BuildInfo,

@@ -39,6 +39,7 @@ func (db *DB) Compact(ctx context.Context) error {
 		return fmt.Errorf("clean tombstones: %w", err)
 	}
 	head := db.partOf(db.maxT.Load())
+	var merged []int64
 	for _, p := range db.parts.all() {
 		if p >= head {
 			// The partition still being written: only re-encode sealed
@@ -59,9 +60,49 @@ func (db *DB) Compact(ctx context.Context) error {
 		if err := db.pdb.Set(compactedKey(p), nil, pebble.NoSync); err != nil {
 			return fmt.Errorf("mark compacted: %w", err)
 		}
+		merged = append(merged, p)
+	}
+	if err := db.settlePartitions(ctx, merged); err != nil {
+		return err
 	}
 	db.stats.compactions.Add(1)
 	return nil
+}
+
+// settlePartitions makes the on-disk state of freshly merged partitions
+// final: it flushes Pebble's memtable (the merged blocks, the deletions of
+// the short chunks they replace) into sstables and compacts each partition's
+// chunk range and index postings range, so that the replaced chunk versions,
+// their tombstones and the index's merge operands are dropped now rather
+// than whenever Pebble's own compactions reach that key range, which in a
+// store that no longer writes to a closed partition may be never. Measured
+// on BenchmarkDiskBytesPerSample (25 h of telemetry, 2.4 M samples), the
+// data directory shrinks from ~6 to ~1.5 B/sample. It runs once per
+// partition (the compacted mark), so its write amplification is one rewrite
+// of each closed day.
+func (db *DB) settlePartitions(ctx context.Context, parts []int64) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	if err := db.pdb.Flush(); err != nil {
+		return fmt.Errorf("flush pebble: %w", err)
+	}
+	for _, p := range parts {
+		if err := db.pdb.Compact(ctx, appendChunkKey(nil, p, 0, minInt64), appendChunkKey(nil, p+1, 0, minInt64), true); err != nil {
+			return fmt.Errorf("compact partition %d chunks: %w", p, err)
+		}
+		if err := db.pdb.Compact(ctx, indexPartitionKey(p), indexPartitionKey(p+1), true); err != nil {
+			return fmt.Errorf("compact partition %d postings: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// indexPartitionKey is the first key of partition p's postings in the
+// index keyspace: 0x01 'p' | be64(p XOR 1<<63) (docs/format/index.md). The
+// index owns these keys; storage only names the range to compact.
+func indexPartitionKey(p int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{0x01, 'p'}, orderedInt(p))
 }
 
 // convertPartition re-encodes, per series, the version-1 (Prometheus) chunks

@@ -4,6 +4,7 @@ package index
 // in the same `go test -bench` run:
 //
 //	go test -run '^$' -bench 'CreateSeries|GetExistingSeries' -benchtime 300000x ./index/
+//	go test -run '^$' -bench ShuffledCreate -benchtime 300000x ./index/   (worst case: no locality)
 //	WEFT_BENCH_SERIES=1000000 go test -run '^$' -bench MemoryPerSeries -benchtime 1x ./index/
 //	WEFT_BENCH_SERIES=1000000 go test -run '^$' -bench Postings -benchtime 50x ./index/
 //
@@ -21,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -171,19 +173,39 @@ func report(b *testing.B, key string, prometheus bool, t *opTimer) {
 
 // BenchmarkCreateSeries: new 12-label series per second. Prometheus: head
 // appender creating the series with one sample each, committing every
-// promAppendBatch. weft: Index.GetOrCreate.
+// promAppendBatch. weft: Index.GetOrCreate. Series arrive target by target,
+// as scrapes and remote-write requests deliver them.
 func BenchmarkCreateSeries(b *testing.B) {
+	benchCreate(b, "create", func(n int) func(int) int { return func(i int) int { return i } })
+}
+
+// BenchmarkShuffledCreate is BenchmarkCreateSeries with the series in random
+// order: no two consecutive series share a target, so the index's shortcuts
+// for streams that share values with the previous one (hot values in
+// interning and postings) never help. It is the worst case for weft's write
+// path, not a realistic one.
+func BenchmarkShuffledCreate(b *testing.B) {
+	benchCreate(b, "create_shuffled", func(n int) func(int) int {
+		perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+		return func(i int) int { return perm[i] }
+	})
+}
+
+// benchCreate runs the create pair; order(b.N) maps the i-th created series
+// to the gpuSeries index it creates.
+func benchCreate(b *testing.B, key string, order func(n int) func(int) int) {
 	run := func(b *testing.B, prometheus bool, create func(ls []labels.Labels)) {
 		var sb labels.ScratchBuilder
 		var t opTimer
 		batch := make([]labels.Labels, 0, genBatch)
+		at := order(b.N)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for done := 0; done < b.N; {
 			b.StopTimer()
 			batch = batch[:0]
 			for j := 0; j < genBatch && done+j < b.N; j++ {
-				batch = append(batch, gpuSeries(&sb, done+j))
+				batch = append(batch, gpuSeries(&sb, at(done+j)))
 			}
 			b.StartTimer()
 			t.start()
@@ -192,7 +214,7 @@ func BenchmarkCreateSeries(b *testing.B) {
 			done += len(batch)
 		}
 		b.StopTimer()
-		report(b, "create", prometheus, &t)
+		report(b, key, prometheus, &t)
 	}
 	b.Run("prometheus_head", func(b *testing.B) {
 		h := benchHead(b)

@@ -109,8 +109,8 @@ const encScratch = 64
 // new, and marks it active in t's partition (t in milliseconds). created
 // reports whether the stream is new. ls must be sorted with unique names, as
 // labels.Labels guarantees. Creation is in memory only; Persist makes it
-// durable. For an existing stream this is a hash lookup under a shard read
-// lock.
+// durable. For an existing stream this is a hash lookup and a comparison
+// with the stored label set under a shard read lock.
 func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, created bool, err error) {
 	if !kind.valid() {
 		return 0, false, fmt.Errorf("get or create stream: %w: %d", ErrInvalidKind, kind)
@@ -256,7 +256,7 @@ func (ix *Index) StreamKind(id ID) (Kind, bool) {
 	return r.kind, ok
 }
 
-// Touch marks id active in t's partition (t in milliseconds). It is two
+// Touch marks id active in t's partition (t in milliseconds). It is a few
 // lock-free loads and a compare when the stream is already marked there;
 // unknown IDs are ignored.
 func (ix *Index) Touch(id ID, t int64) {

@@ -1,0 +1,237 @@
+package otlplogs
+
+import (
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/weftdb/weft/ingest/loki"
+	"github.com/weftdb/weft/ingest/workload"
+)
+
+// Structured-metadata names written for record fields (Loki's).
+const (
+	mdTraceID        = "trace_id"
+	mdSpanID         = "span_id"
+	mdSeverityText   = "severity_text"
+	mdSeverityNumber = "severity_number"
+	mdFlags          = "flags"
+	mdScopeName      = "scope_name"
+	mdScopeVersion   = "scope_version"
+)
+
+// converter turns plog.Logs into a loki.Request. Immutable; safe for
+// concurrent use.
+type converter struct {
+	mapping *workload.Mapping
+	index   map[string]string // attribute name → label name
+	namer   otlptranslator.LabelNamer
+	// maxPairs is the structured-metadata pair limit: past it an entry is
+	// rejected anyway, so pairs are appended without the duplicate scan
+	// (which would be quadratic in a hostile record's attributes).
+	maxPairs int
+}
+
+func newConverter(m *workload.Mapping, indexLabels []string, maxPairs int) *converter {
+	c := &converter{mapping: m, index: make(map[string]string, len(indexLabels)), maxPairs: maxPairs}
+	for _, a := range indexLabels {
+		if n, err := c.namer.Build(a); err == nil {
+			c.index[a] = n
+		}
+	}
+	return c
+}
+
+// normalize returns the Prometheus-normalized name of an attribute, or ""
+// when it has none (empty name).
+func (c *converter) normalize(name string) string {
+	n, err := c.namer.Build(name)
+	if err != nil {
+		return ""
+	}
+	return n
+}
+
+// convert maps ld to a request with one stream per resource. now is the
+// timestamp of records without one.
+func (c *converter) convert(ld plog.Logs, now time.Time) *loki.Request {
+	rls := ld.ResourceLogs()
+	req := &loki.Request{Streams: make([]loki.Stream, 0, rls.Len())}
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		s, resMD := c.resource(rl.Resource().Attributes())
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			sl := sls.At(j)
+			scopeMD := append([]loki.Pair(nil), resMD...)
+			scope := sl.Scope()
+			if scope.Name() != "" {
+				scopeMD = c.setPair(scopeMD, mdScopeName, scope.Name())
+			}
+			if scope.Version() != "" {
+				scopeMD = c.setPair(scopeMD, mdScopeVersion, scope.Version())
+			}
+			scopeMD = c.appendAttrs(scopeMD, scope.Attributes())
+			lrs := sl.LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				s.Entries = append(s.Entries, c.record(lrs.At(k), scopeMD, now))
+			}
+		}
+		req.Streams = append(req.Streams, s)
+	}
+	return req
+}
+
+// resource returns the stream (labels, no entries) of a resource and the
+// structured metadata of its attributes that are not labels.
+func (c *converter) resource(attrs pcommon.Map) (loki.Stream, []loki.Pair) {
+	var s loki.Stream
+	used := map[string]bool{}
+	if c.mapping != nil {
+		var ctx []workload.Label
+		ctx = c.mapping.AppendLabels(ctx, func(name string) (string, bool) {
+			v, ok := attrs.Get(name)
+			if !ok {
+				return "", false
+			}
+			str := v.AsString()
+			if str != "" {
+				used[name] = true // AppendLabels stops at the first non-empty hit
+			}
+			return str, true
+		})
+		for _, l := range ctx {
+			s.Labels = append(s.Labels, loki.Pair{Name: l.Name, Value: l.Value})
+		}
+	}
+	hasLabel := func(n string) bool {
+		for _, p := range s.Labels {
+			if p.Name == n {
+				return true
+			}
+		}
+		return false
+	}
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if used[k] {
+			return true
+		}
+		if n, ok := c.index[k]; ok {
+			used[k] = true
+			if str := v.AsString(); str != "" && !hasLabel(n) {
+				s.Labels = append(s.Labels, loki.Pair{Name: n, Value: str})
+			}
+		}
+		return true
+	})
+	if !hasLabel(loki.ServiceName) {
+		s.Labels = append(s.Labels, loki.Pair{Name: loki.ServiceName, Value: loki.UnknownService})
+	}
+	var md []loki.Pair
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if !used[k] {
+			if n := c.normalize(k); n != "" {
+				md = c.setPair(md, n, v.AsString())
+			}
+		}
+		return true
+	})
+	return s, md
+}
+
+func (c *converter) appendAttrs(md []loki.Pair, attrs pcommon.Map) []loki.Pair {
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if n := c.normalize(k); n != "" {
+			md = c.setPair(md, n, v.AsString())
+		}
+		return true
+	})
+	return md
+}
+
+// record maps one log record to an entry; base is the resource and scope
+// metadata (copied, not modified).
+func (c *converter) record(lr plog.LogRecord, base []loki.Pair, now time.Time) loki.Entry {
+	md := make([]loki.Pair, len(base), len(base)+lr.Attributes().Len()+6)
+	copy(md, base)
+	md = c.appendAttrs(md, lr.Attributes())
+	if tid := lr.TraceID(); !tid.IsEmpty() {
+		md = c.setPair(md, mdTraceID, hex.EncodeToString(tid[:]))
+	}
+	if sid := lr.SpanID(); !sid.IsEmpty() {
+		md = c.setPair(md, mdSpanID, hex.EncodeToString(sid[:]))
+	}
+	if st := lr.SeverityText(); st != "" {
+		md = c.setPair(md, mdSeverityText, st)
+	}
+	sn := lr.SeverityNumber()
+	if sn != plog.SeverityNumberUnspecified {
+		md = c.setPair(md, mdSeverityNumber, strconv.Itoa(int(sn)))
+	}
+	if f := lr.Flags(); f != 0 {
+		md = c.setPair(md, mdFlags, strconv.FormatUint(uint64(f), 10))
+	}
+	if lr.SeverityText() == "" {
+		if lvl := severityLevel(sn); lvl != "" {
+			md = c.setPair(md, loki.DetectedLevel, lvl)
+		}
+	}
+	ts := int64(lr.Timestamp())
+	if ts == 0 {
+		ts = int64(lr.ObservedTimestamp())
+	}
+	if ts == 0 {
+		ts = now.UnixNano()
+	}
+	return loki.Entry{Timestamp: ts, Line: bodyLine(lr.Body()), Metadata: md}
+}
+
+// bodyLine is the log line of a body: a string as is, other values
+// JSON-encoded, an empty body empty.
+func bodyLine(v pcommon.Value) string {
+	switch v.Type() {
+	case pcommon.ValueTypeEmpty:
+		return ""
+	case pcommon.ValueTypeStr:
+		return v.Str()
+	}
+	return v.AsString()
+}
+
+// severityLevel maps an OTLP severity number to a Loki level name; "" when
+// unspecified or out of range.
+func severityLevel(n plog.SeverityNumber) string {
+	switch {
+	case n >= 1 && n <= 4:
+		return "trace"
+	case n >= 5 && n <= 8:
+		return "debug"
+	case n >= 9 && n <= 12:
+		return "info"
+	case n >= 13 && n <= 16:
+		return "warn"
+	case n >= 17 && n <= 20:
+		return "error"
+	case n >= 21 && n <= 24:
+		return "fatal"
+	}
+	return ""
+}
+
+// setPair sets name to value in md, replacing an earlier pair of that name.
+func (c *converter) setPair(md []loki.Pair, name, value string) []loki.Pair {
+	if len(md) > c.maxPairs {
+		return append(md, loki.Pair{Name: name, Value: value})
+	}
+	for i := range md {
+		if md[i].Name == name {
+			md[i].Value = value
+			return md
+		}
+	}
+	return append(md, loki.Pair{Name: name, Value: value})
+}

@@ -57,14 +57,6 @@ func (db *DB) checkpointLocked(ctx context.Context) error {
 					return err
 				}
 			}
-			ls, ok := db.idx.Labels(s.id, nil)
-			if !ok {
-				continue
-			}
-			rec = record.AppendSeries(rec[:0], []record.Series{{Kind: 1, ID: s.id, Labels: ls}})
-			if err := add(rec); err != nil {
-				return err
-			}
 			s.mu.Lock()
 			buf = s.headSamplesLocked(buf[:0])
 			es = es[:0]
@@ -74,6 +66,20 @@ func (db *DB) checkpointLocked(ctx context.Context) error {
 				}
 			}
 			s.mu.Unlock()
+			if len(buf) == 0 && len(es) == 0 {
+				// Nothing of the series is only in the head: the index
+				// (persisted below) names it, and Open recreates its head
+				// entry from there (loadHeadSeries).
+				continue
+			}
+			ls, ok := db.idx.Labels(s.id, nil)
+			if !ok {
+				continue
+			}
+			rec = record.AppendSeries(rec[:0], []record.Series{{Kind: 1, ID: s.id, Labels: ls}})
+			if err := add(rec); err != nil {
+				return err
+			}
 			ss, hs, fhs = ss[:0], hs[:0], fhs[:0]
 			for _, x := range buf {
 				switch {
@@ -128,6 +134,34 @@ func (db *DB) checkpointLocked(ctx context.Context) error {
 		return err
 	}
 	db.stats.checkpoints.Add(1)
+	return nil
+}
+
+// loadHeadSeries creates a head entry for every metric series the index
+// knows, before the WAL is replayed. A checkpoint writes series records only
+// for series with samples or exemplars in the head: after a Flush, or for
+// series whose runs ended, the records of all the others would be the bulk
+// of the checkpoint (measured: 0.51 B/sample on BenchmarkDiskBytesPerSample
+// over 25 h, 1.8 B/sample over 1 h of 20k series, ~300 bytes per series),
+// and would be rewritten at every checkpoint for as long as the series
+// exist. Replay needs a head entry for every series a record in the WAL
+// refers to: a series created after the checkpoint has its record in a
+// later segment, and every other one was persisted in the index by that
+// checkpoint (Persist runs before the checkpoint is renamed into place).
+func (db *DB) loadHeadSeries(ctx context.Context) error {
+	ids, err := db.idx.Postings(ctx, minInt64, maxInt64)
+	if err != nil {
+		return fmt.Errorf("index series: %w", err)
+	}
+	it := ids.Iterator()
+	for i := 0; it.HasNext(); i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		db.series.getOrCreate(it.Next())
+	}
 	return nil
 }
 

@@ -142,6 +142,9 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	if err := db.initTimeBounds(); err != nil {
 		return nil, err
 	}
+	if err := db.loadHeadSeries(ctx); err != nil {
+		return nil, err
+	}
 	db.wal, err = wal.Open(filepath.Join(dir, "wal"), wal.Options{SegmentSize: opts.WALSegmentSize, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open wal: %w", err)

@@ -19,6 +19,9 @@ import (
 	"github.com/weftdb/weft/bench"
 )
 
+// defaultSystems are the metrics mode's systems.
+const defaultSystems = "weft,prometheus,victoriametrics"
+
 // options are the command's flags.
 type options struct {
 	scale, systems, peerBin, weftBin, weftArgs, out, workDir string
@@ -30,13 +33,18 @@ type options struct {
 	stepDur                                                  time.Duration
 	stepMax                                                  int
 	keepData                                                 bool
+	mode                                                     string
+	logLines, logBatch                                       int
 }
 
 func main() {
 	var o options
 	fs := flag.NewFlagSet("weft-bench", flag.ExitOnError)
+	fs.StringVar(&o.mode, "mode", "metrics", "metrics (weft, Prometheus, VictoriaMetrics) or logs (weft, VictoriaLogs; see bench/logs_run.go)")
+	fs.IntVar(&o.logLines, "log-lines", 0, "logs mode: override the number of generated lines")
+	fs.IntVar(&o.logBatch, "log-lines-per-push", 0, "logs mode: override the lines per push request")
 	fs.StringVar(&o.scale, "scale", "small", "workload scale: tiny, small, medium (1M active series) or large")
-	fs.StringVar(&o.systems, "systems", "weft,prometheus,victoriametrics", "systems to run, in order")
+	fs.StringVar(&o.systems, "systems", defaultSystems, "systems to run, in order (logs mode: weft,victorialogs)")
 	fs.StringVar(&o.peerBin, "peer-bin", ".build/bin", "directory with the prometheus and victoria-metrics binaries")
 	fs.StringVar(&o.weftBin, "weft-bin", "bin/weft", "weft binary")
 	fs.StringVar(&o.weftArgs, "weft-args", bench.DefaultWeftArgs, "weft command line; {data} and {addr} are replaced")
@@ -61,7 +69,11 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	runf := run
+	if o.mode == "logs" {
+		runf = runLogs
+	}
+	if err := runf(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "weft-bench:", err)
 		os.Exit(1)
 	}

@@ -7,18 +7,17 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// numShards is the number of lock shards of the registry's two maps. 256
+// numShards is the number of lock shards of the registry's hash table. 256
 // keeps contention negligible at the core counts weft runs on while the
-// per-shard fixed cost (two small maps) stays a few hundred KiB in total.
+// per-shard fixed cost stays small.
 const numShards = 256
 
 // hashShard maps label-set hashes to IDs. A 64-bit hash collides rarely but
 // not never (about 3% odds for 1e9 streams), so every hit is verified
-// against the stored label set and colliding streams live in conflicts.
+// against the stored label set; colliding streams take separate slots.
 type hashShard struct {
-	mu        sync.RWMutex
-	m         map[uint64]ID
-	conflicts map[uint64][]ID // further streams with an equal hash; nil until needed
+	mu  sync.RWMutex
+	ids idTable
 	// inserts counts insertions (under mu): a creator that missed under the
 	// read lock skips the second lookup under the write lock when no stream
 	// was inserted in between.
@@ -27,14 +26,12 @@ type hashShard struct {
 }
 
 func (ix *Index) initShards() {
-	for i := range ix.hashShards {
-		ix.hashShards[i].m = make(map[uint64]ID)
-	}
 	ix.recs = newRecStore()
 }
 
-// streamHash (a variable so tests can force collisions) combines the label set's hash with the kind, so equal label sets
-// of different kinds are different streams.
+// streamHash (a variable so tests can force collisions) combines the label
+// set's hash with the kind, so equal label sets of different kinds are
+// different streams.
 var streamHash = defaultStreamHash
 
 func defaultStreamHash(kind Kind, ls labels.Labels) uint64 {
@@ -48,57 +45,34 @@ func (ix *Index) rec(id ID) (streamRec, bool) { return ix.recs.get(id) }
 
 // lookupLocked finds the stream (kind, ls) in hs; hs.mu must be held.
 func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labels) (ID, streamRec, bool) {
-	id, ok := hs.m[h]
-	if !ok {
+	t := &hs.ids
+	if len(t.slots) == 0 {
 		return 0, streamRec{}, false
 	}
-	if r, ok := ix.recs.getHashLocked(id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
-		return id, r, true
-	}
-	for _, cid := range hs.conflicts[h] {
-		if r, ok := ix.recs.getHashLocked(cid); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
-			return cid, r, true
+	mask := len(t.slots) - 1
+	for i := t.home(h); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.id == 0 {
+			return 0, streamRec{}, false
+		}
+		if s.h != h {
+			continue
+		}
+		if r, ok := ix.recs.getHashLocked(s.id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
+			return s.id, r, true
 		}
 	}
-	return 0, streamRec{}, false
 }
 
 // insertHashLocked records h → id in hs; hs.mu must be held for writing.
 func insertHashLocked(hs *hashShard, h uint64, id ID) {
 	hs.inserts++
-	if _, ok := hs.m[h]; !ok {
-		hs.m[h] = id
-		return
-	}
-	if hs.conflicts == nil {
-		hs.conflicts = make(map[uint64][]ID)
-	}
-	hs.conflicts[h] = append(hs.conflicts[h], id)
+	hs.ids.insert(h, id)
 }
 
 // removeHashLocked removes h → id from hs; hs.mu must be held for writing.
 func removeHashLocked(hs *hashShard, h uint64, id ID) {
-	c := hs.conflicts[h]
-	if hs.m[h] == id {
-		if len(c) == 0 {
-			delete(hs.m, h)
-			return
-		}
-		hs.m[h] = c[0]
-		c = c[1:]
-	} else {
-		for i, cid := range c {
-			if cid == id {
-				c = append(c[:i:i], c[i+1:]...)
-				break
-			}
-		}
-	}
-	if len(c) == 0 {
-		delete(hs.conflicts, h)
-	} else {
-		hs.conflicts[h] = c
-	}
+	hs.ids.remove(h, id)
 }
 
 // encScratch is the stack buffer size for a label set's refs and encoding;

@@ -71,3 +71,17 @@ bench-compare: $(PEER_BIN)/prometheus $(PEER_BIN)/victoria-metrics
 $(PEER_BIN)/victoria-metrics:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@$(VICTORIAMETRICS_VERSION)
+
+## bench-logs: weft and VictoriaLogs side by side on one generated AI-workload
+## log stream (LOG_LINES lines over 24 h, Loki JSON push); see docs/benchmarks.md.
+LOG_LINES ?= 1000000
+
+.PHONY: bench-logs
+bench-logs: $(PEER_BIN)/victoria-logs
+	$(GO) build -o $(BIN)/ ./cmd/weft-bench
+	@$(GO) build -o $(BIN)/ ./cmd/weft || { echo "bench-logs: cmd/weft does not build; weft is reported as failed"; rm -f $(BIN)/weft; }
+	./$(BIN)/weft-bench -mode logs -log-lines $(LOG_LINES) -peer-bin $(PEER_BIN) -weft-bin $(BIN)/weft -out bench/results $(BENCH_FLAGS)
+
+$(PEER_BIN)/victoria-logs:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@$(VICTORIALOGS_VERSION)

@@ -30,8 +30,12 @@ var logRows = []logRow{
 	{"needle p99 (s)", true, func(r LogSystemResult) (float64, bool) {
 		return r.Needle.P99S, r.Needle.Runs > 0 && r.Needle.Error == ""
 	}},
+	{"needle first run (s)", true, func(r LogSystemResult) (float64, bool) {
+		return r.Needle.FirstS, r.Needle.Runs > 0 && r.Needle.Error == ""
+	}},
 	{"count by run_id 1h p50 (s)", true, func(r LogSystemResult) (float64, bool) { return r.Agg.P50S, r.Agg.Runs > 0 && r.Agg.Error == "" }},
 	{"count by run_id 1h p99 (s)", true, func(r LogSystemResult) (float64, bool) { return r.Agg.P99S, r.Agg.Runs > 0 && r.Agg.Error == "" }},
+	{"count by run_id 1h first run (s)", true, func(r LogSystemResult) (float64, bool) { return r.Agg.FirstS, r.Agg.Runs > 0 && r.Agg.Error == "" }},
 }
 
 // LogMarkdown renders the log results: absolute figures, weft/peer ratios,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -71,12 +72,7 @@ type LogRunOptions struct {
 	SettleMax time.Duration
 	WorkDir   string
 	KeepData  bool
-	Logger    Logger
-}
-
-// Logger is the part of *slog.Logger the runner uses.
-type Logger interface {
-	Info(msg string, args ...any)
+	Logger    *slog.Logger // nil: no logs
 }
 
 // DefaultLogRunOptions suit bench-logs on a few cores.
@@ -87,9 +83,11 @@ func DefaultLogRunOptions() LogRunOptions {
 // LogQueryResult is one query's latencies and whether its answer matched
 // the generator's.
 type LogQueryResult struct {
-	Query   string  `json:"query"`
-	P50S    float64 `json:"p50_s"`
-	P99S    float64 `json:"p99_s"`
+	Query string  `json:"query"`
+	P50S  float64 `json:"p50_s"`
+	P99S  float64 `json:"p99_s"`
+	// FirstS is the first run's latency (the least cached).
+	FirstS  float64 `json:"first_s"`
 	Runs    int     `json:"runs"`
 	Correct bool    `json:"correct"`
 	Error   string  `json:"error,omitempty"`
@@ -251,6 +249,9 @@ func repeatQuery[T any](ctx context.Context, r *LogQueryResult, n int, q func() 
 		}
 	}
 	r.Runs = len(lat)
+	if len(lat) > 0 {
+		r.FirstS = lat[0].Seconds()
+	}
 	r.P50S, r.P99S = Percentile(lat, 0.5).Seconds(), Percentile(lat, 0.99).Seconds()
 	return first
 }

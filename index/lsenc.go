@@ -104,16 +104,22 @@ func (s *symbols) buildLabels(enc string, b *labels.ScratchBuilder) (labels.Labe
 
 // equalLabels reports whether the compact encoding enc denotes ls. It is the
 // verification behind every hash hit on the write path, so it reads the
-// symbol tables with as few dependent loads as it can.
+// symbol tables with as few dependent loads as it can, and walks ls once
+// (counting its labels instead of calling ls.Len, another walk).
 func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
 	n, i := uvarintString(enc, 0)
-	if i <= 0 || n != uint64(ls.Len()) {
+	if i <= 0 || n > maxLabels {
 		return false
 	}
 	dicts := *s.dicts.Load()
 	eq := true
+	seen := uint64(0)
 	ls.Range(func(l labels.Label) {
 		if !eq {
+			return
+		}
+		if seen++; seen > n {
+			eq = false
 			return
 		}
 		rn, w1 := uvarintString(enc, i)
@@ -132,9 +138,9 @@ func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
 			eq = false
 			return
 		}
-		eq = (*d.pages.Load())[rv>>symPageBits][rv&symPageMask] == l.Value
+		eq = d.at(uint32(rv)) == l.Value
 	})
-	return eq
+	return eq && seen == n && i == len(enc)
 }
 
 // labelValueRef returns the value reference of the label nameRef in enc.

@@ -54,3 +54,32 @@ func TestInternHotValues(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestEqualLabels(t *testing.T) {
+	s := newSymbols()
+	stored := labels.FromStrings("a", "1", "b", "2", "c", "3")
+	enc := string(appendLabelRefs(nil, s.internLabels(stored, nil)))
+	s.internLabels(labels.FromStrings("a", "9", "d", "3"), nil)
+	tests := []struct {
+		name string
+		enc  string
+		ls   labels.Labels
+		want bool
+	}{
+		{"equal", enc, stored, true},
+		{"fewer labels", enc, labels.FromStrings("a", "1", "b", "2"), false},
+		{"more labels", enc, labels.FromStrings("a", "1", "b", "2", "c", "3", "d", "3"), false},
+		{"other name", enc, labels.FromStrings("a", "1", "b", "2", "d", "3"), false},
+		{"other value", enc, labels.FromStrings("a", "9", "b", "2", "c", "3"), false},
+		{"trailing bytes", enc + "\x00", stored, false},
+		{"truncated", enc[:len(enc)-1], stored, false},
+		{"empty encoding", "", stored, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := s.equalLabels(tc.enc, tc.ls); got != tc.want {
+				t.Fatalf("equalLabels(%x, %s) = %v, want %v", tc.enc, tc.ls, got, tc.want)
+			}
+		})
+	}
+}

@@ -23,7 +23,8 @@ func TestRemoteWriteBadInput(t *testing.T) {
 	now := time.Now()
 	t0 := now.UnixMilli()
 
-	// Seed a series so that a far-past sample of it is out of window.
+	// Seed a series so that a far-past sample of it is out of window (and
+	// one of a new series is older than the retention).
 	st := writev2.NewSymbolTable()
 	seed := rwMarshal(t, &writev2.Request{Timeseries: []writev2.TimeSeries{
 		rwV2Series(&st, labels.FromStrings("__name__", "seeded", "job", "a"), writev2.Sample{Value: 1, Timestamp: t0}),
@@ -54,6 +55,7 @@ func TestRemoteWriteBadInput(t *testing.T) {
 		{LabelsRefs: wide, Samples: sample},
 		{LabelsRefs: ref("__name__", "future"), Samples: []writev2.Sample{{Value: 1, Timestamp: farFuture}}},
 		{LabelsRefs: ref("__name__", "seeded", "job", "a"), Samples: []writev2.Sample{{Value: 2, Timestamp: 1000}}},
+		{LabelsRefs: ref("__name__", "new_far_past"), Samples: []writev2.Sample{{Value: 2, Timestamp: 1000}}},
 		{LabelsRefs: ref("job", "x", "__name__", "good_b"), Samples: []writev2.Sample{{Value: 1, Timestamp: t0}, {Value: 2, Timestamp: t0 + 1000}}},
 	}
 	rec := rwPost(t, h, rwCTV2, rwMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series}))
@@ -68,6 +70,7 @@ func TestRemoteWriteBadInput(t *testing.T) {
 		`too many labels: series {__name__="wide", ...} has 10001 labels, more than the limit of 1000`,
 		fmt.Sprintf(`too far in the future: series {__name__="future"} timestamp %d`, farFuture),
 		`out of window: series {__name__="seeded", job="a"} timestamp 1000`,
+		`out of window: series {__name__="new_far_past"} timestamp 1000`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q:\n%s", want, body)

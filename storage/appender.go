@@ -157,6 +157,14 @@ func (a *appender) check(s *memSeries, x sample) error {
 	if a.db.futureMs >= 0 && x.t > a.nowMs+a.db.futureMs {
 		return ErrTooFarInFuture
 	}
+	// A sample older than the store's retention would be dropped by the
+	// next retention pass: reject it whatever its series, so that a new
+	// series cannot bring back data from long ago (a 1970 timestamp).
+	if ret := a.db.opts.Retention; ret > 0 {
+		if maxT := a.db.maxT.Load(); maxT != minInt64 && x.t < maxT-ret.Milliseconds() {
+			return ErrOutOfWindow
+		}
+	}
 	if x.t > s.lastT.Load() {
 		// In order: valid whatever happens until Commit, which re-checks.
 		return nil

@@ -112,6 +112,33 @@ func TestTooFarInFuture(t *testing.T) {
 	_ = app.Rollback()
 }
 
+// TestOlderThanRetention: a sample older than the newest sample minus the
+// retention is rejected for any series, a new one too, while a new series
+// may start anywhere inside the retention.
+func TestOlderThanRetention(t *testing.T) {
+	opts := testOptions()
+	opts.Retention = 24 * time.Hour
+	db := openTestDB(t, opts)
+	now := time.Now().UnixMilli()
+	app := db.Appender(context.Background())
+	if _, err := app.Append(0, labels.FromStrings("__name__", "a"), now, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	app = db.Appender(context.Background())
+	if _, err := app.Append(0, labels.FromStrings("__name__", "b"), 0, 1); !errors.Is(err, ErrOutOfWindow) || !errors.Is(err, promstorage.ErrTooOldSample) {
+		t.Fatalf("1970 sample of a new series: err = %v, want ErrOutOfWindow", err)
+	}
+	if _, err := app.Append(0, labels.FromStrings("__name__", "c"), now-23*time.Hour.Milliseconds(), 1); err != nil {
+		t.Fatalf("new series inside the retention: %v", err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRollbackDiscards(t *testing.T) {
 	db := openTestDB(t, testOptions())
 	ls := labels.FromStrings("__name__", "r")

@@ -120,6 +120,7 @@ type Index struct {
 	syms       *symbols
 	hashShards [numShards]hashShard
 	recs       *recStore
+	encs       encArena      // compact label sets of the records
 	nextID     atomic.Uint64 // next ID to allocate
 	numStreams [numKinds]atomic.Int64
 

@@ -74,6 +74,7 @@ func (ix *Index) loadStreams() error {
 	defer it.Close()
 	b := labels.NewScratchBuilder(16)
 	var refs []uint32
+	var encBuf [encScratch * 2]byte
 	for it.First(); it.Valid(); it.Next() {
 		k, err := decodeKey(it.Key())
 		if err != nil || k.Type != keyStream || k.ID == 0 {
@@ -94,7 +95,7 @@ func (ix *Index) loadStreams() error {
 		h := streamHash(kind, ls)
 		hs := ix.hashShardOf(h)
 		insertHashLocked(hs, h, k.ID) // single-threaded during Open
-		ix.recs.put(k.ID, streamRec{enc: string(appendLabelRefs(nil, refs)), lastPart: math.MinInt64, kind: kind})
+		ix.recs.put(k.ID, streamRec{enc: ix.encs.copyOf(appendLabelRefs(encBuf[:0], refs)), lastPart: math.MinInt64, kind: kind})
 		ix.numStreams[kind].Add(1)
 		ix.advanceAlloc(k.ID)
 	}

@@ -109,7 +109,7 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 	var refBuf [encScratch]uint32
 	refs := ix.syms.internLabels(ls, refBuf[:0])
 	var encBuf [encScratch * 2]byte
-	enc := string(appendLabelRefs(encBuf[:0], refs))
+	enc := ix.encs.copyOf(appendLabelRefs(encBuf[:0], refs))
 
 	hs.mu.Lock()
 	if hs.inserts != inserts {
@@ -188,7 +188,8 @@ func (ix *Index) Restore(kind Kind, id ID, ls labels.Labels, t int64) error {
 	}
 	var refBuf [encScratch]uint32
 	refs := ix.syms.internLabels(ls, refBuf[:0])
-	enc := string(appendLabelRefs(nil, refs))
+	var encBuf [encScratch * 2]byte
+	enc := ix.encs.copyOf(appendLabelRefs(encBuf[:0], refs))
 	ix.advanceAlloc(id)
 	ix.insertLocked(hs, h, id, kind, enc, refs, t)
 	hs.mu.Unlock()

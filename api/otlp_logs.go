@@ -1,0 +1,235 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weftdb/weft/ingest/loki"
+	"github.com/weftdb/weft/ingest/otlplogs"
+)
+
+// OTLPLogsOptions configure the OTLP logs receiver (HTTP and gRPC).
+type OTLPLogsOptions struct {
+	// Ingest configures the mapping (workload context, index labels) and
+	// the limits shared with the Loki push path; see otlplogs.DefaultOptions.
+	// Ignored when Ingester is set.
+	Ingest otlplogs.Options
+	// Ingester, if set, is used instead of building one from Ingest; build
+	// it with NewOTLPLogsIngester to fail start-up on invalid options.
+	Ingester *otlplogs.Ingester
+	// MaxRequestBytes bounds a request after decompression (HTTP 413; for
+	// gRPC pass OTLPGRPCServerOptions to the server).
+	MaxRequestBytes int64
+	// RetryAfter is sent with 503 (Retry-After) and UNAVAILABLE (RetryInfo).
+	RetryAfter time.Duration
+	// Logger receives storage failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
+func DefaultOTLPLogsOptions() OTLPLogsOptions {
+	return OTLPLogsOptions{
+		Ingest:          otlplogs.DefaultOptions(),
+		MaxRequestBytes: DefaultOTLPMaxRequestBytes,
+		RetryAfter:      DefaultOTLPRetryAfter,
+	}
+}
+
+// NewOTLPLogsIngester validates opts and builds the Ingester writing to p
+// (the log store); wiring code calls it once, fails start-up on an error,
+// and puts the result in OTLPLogsOptions.Ingester.
+func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingester, error) {
+	if opts.Ingester != nil {
+		return opts.Ingester, nil
+	}
+	ing, err := otlplogs.New(p, opts.Ingest)
+	if err != nil {
+		return nil, fmt.Errorf("otlp logs receiver: %w", err)
+	}
+	return ing, nil
+}
+
+// otlpLogsReceiver is what the HTTP and gRPC front ends share.
+type otlpLogsReceiver struct {
+	ing        *otlplogs.Ingester
+	maxBytes   int64
+	retryAfter time.Duration
+	logger     *slog.Logger
+	err        error // invalid options: every request answers it
+}
+
+func newOTLPLogsReceiver(p loki.Pusher, opts OTLPLogsOptions) *otlpLogsReceiver {
+	r := &otlpLogsReceiver{maxBytes: opts.MaxRequestBytes, retryAfter: opts.RetryAfter, logger: opts.Logger}
+	if r.maxBytes <= 0 {
+		r.maxBytes = DefaultOTLPMaxRequestBytes
+	}
+	if r.retryAfter <= 0 {
+		r.retryAfter = DefaultOTLPRetryAfter
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	r.ing, r.err = NewOTLPLogsIngester(p, opts)
+	if r.err != nil {
+		r.logger.Error("otlp_logs_receiver_misconfigured", "err", r.err)
+	}
+	return r
+}
+
+// classifyOTLPLogs maps an Ingest outcome to the answer of both transports.
+func classifyOTLPLogs(err error) otlpOutcome {
+	switch {
+	case err == nil:
+		return otlpOK
+	case errors.Is(err, otlplogs.ErrAllRejected):
+		return otlpInvalid
+	default:
+		return otlpUnavailable
+	}
+}
+
+// NewOTLPLogsHandler returns the OTLP/HTTP logs receiver writing to p (the
+// log store). It does not look at the request path: mount it at /v1/logs
+// on the OTLP port and at /otlp/v1/logs on the main port. It accepts POST
+// with protobuf or OTLP/JSON bodies, optionally gzip-encoded, and answers in
+// the request's content type: 200 with an ExportLogsServiceResponse (with
+// partial_success{rejected_log_records} when some records were rejected;
+// the rest is stored), 400 when the body cannot be decoded or every record
+// is invalid, 413 above MaxRequestBytes after decompression, 415 for other
+// content types or encodings, 503 with Retry-After when storage fails.
+// Error bodies are google.rpc.Status. Safe for concurrent use.
+func NewOTLPLogsHandler(p loki.Pusher, opts OTLPLogsOptions) http.Handler {
+	return &otlpLogsHTTPHandler{r: newOTLPLogsReceiver(p, opts)}
+}
+
+type otlpLogsHTTPHandler struct {
+	r *otlpLogsReceiver
+}
+
+func (h *otlpLogsHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method "+req.Method+" not allowed, use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if err != nil || (ct != otlpContentProto && ct != otlpContentJSON) {
+		http.Error(w, fmt.Sprintf("unsupported content type %q, want %s or %s", req.Header.Get("Content-Type"), otlpContentProto, otlpContentJSON), http.StatusUnsupportedMediaType)
+		return
+	}
+	if h.r.err != nil {
+		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, h.r.err.Error())
+		return
+	}
+	body := io.Reader(req.Body)
+	switch enc := req.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		gz, err := gzip.NewReader(req.Body)
+		if err != nil {
+			writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read gzip body: "+err.Error())
+			return
+		}
+		defer gz.Close()
+		body = gz
+	default:
+		writeOTLPStatus(w, ct, http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("unsupported content encoding %q, want gzip or none", enc))
+		return
+	}
+	buf := otlpBufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 4<<20 { // keep pooled buffers small
+			buf.Reset()
+			otlpBufPool.Put(buf)
+		}
+	}()
+	buf.Reset()
+	n, err := buf.ReadFrom(io.LimitReader(body, h.r.maxBytes+1))
+	if err != nil {
+		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read body: "+err.Error())
+		return
+	}
+	if n > h.r.maxBytes {
+		writeOTLPStatus(w, ct, http.StatusRequestEntityTooLarge, codes.ResourceExhausted,
+			fmt.Sprintf("request body exceeds %d bytes after decompression", h.r.maxBytes))
+		return
+	}
+
+	er := plogotlp.NewExportRequest()
+	if ct == otlpContentJSON {
+		err = er.UnmarshalJSON(buf.Bytes())
+	} else {
+		err = er.UnmarshalProto(buf.Bytes())
+	}
+	if err != nil {
+		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP logs: "+err.Error())
+		return
+	}
+
+	res, err := h.r.ing.Ingest(req.Context(), er.Logs())
+	switch classifyOTLPLogs(err) {
+	case otlpUnavailable:
+		h.r.logger.Warn("otlp_logs_ingest_failed", "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(int((h.r.retryAfter+999_999_999)/1e9)))
+		writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
+		return
+	case otlpInvalid:
+		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, err.Error())
+		return
+	}
+
+	resp := plogotlp.NewExportResponse()
+	if res.Rejected > 0 || res.Message != "" {
+		resp.PartialSuccess().SetRejectedLogRecords(res.Rejected)
+		resp.PartialSuccess().SetErrorMessage(res.Message)
+	}
+	var out []byte
+	if ct == otlpContentJSON {
+		out, err = resp.MarshalJSON()
+	} else {
+		out, err = resp.MarshalProto()
+	}
+	if err != nil {
+		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, "encode response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+// writeOTLPStatus answers an error as a google.rpc.Status in content type
+// ct, as the OTLP/HTTP specification asks.
+func writeOTLPStatus(w http.ResponseWriter, ct string, httpCode int, code codes.Code, msg string) {
+	st := status.New(code, msg).Proto()
+	var (
+		out []byte
+		err error
+	)
+	if ct == otlpContentJSON {
+		out, err = protojson.Marshal(st)
+	} else {
+		out, err = proto.Marshal(st)
+	}
+	if err != nil {
+		http.Error(w, msg, httpCode)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(httpCode)
+	_, _ = w.Write(out)
+}

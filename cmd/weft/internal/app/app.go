@@ -141,6 +141,21 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	oopts.Ingester = ing
 	otlpHandler := api.NewOTLPHandler(db, oopts)
 
+	// OTLP logs share the Loki push limits, the metrics receiver's
+	// workload-context rules and its transport limits.
+	lgopts := api.DefaultOTLPLogsOptions()
+	lgopts.Ingest.Loki = opts.Loki.Ingest
+	lgopts.Ingest.Workload = oopts.Ingest.Workload
+	lgopts.MaxRequestBytes = oopts.MaxRequestBytes
+	lgopts.RetryAfter = oopts.RetryAfter
+	lgopts.Logger = logger.With("component", "otlp logs")
+	lging, err := api.NewOTLPLogsIngester(logs, lgopts)
+	if err != nil {
+		return nil, err
+	}
+	lgopts.Ingester = lging
+	otlpLogsHandler := api.NewOTLPLogsHandler(logs, lgopts)
+
 	aopts := api.DefaultOptions()
 	aopts.Logger = logger.With("component", "api")
 	aopts.Registerer = reg
@@ -157,6 +172,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Handlers = map[string]http.Handler{
 		"/otlp/v1/metrics":        otlpHandler,
 		"/api/v1/otlp/v1/metrics": otlpHandler,
+		"/otlp/v1/logs":           otlpLogsHandler,
 		"/loki/":                  lokiHandler,
 		"/ready":                  lokiHandler,
 	}
@@ -191,6 +207,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.OTLPHTTPAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/v1/metrics", otlpHandler)
+		mux.Handle("/v1/logs", otlpLogsHandler)
 		a.otlpHTTP = &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -200,6 +217,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.OTLPGRPCAddr != "" {
 		a.otlpGRPC = grpc.NewServer(api.OTLPGRPCServerOptions(oopts)...)
 		api.RegisterOTLPGRPC(a.otlpGRPC, db, oopts)
+		api.RegisterOTLPLogsGRPC(a.otlpGRPC, logs, lgopts)
 	}
 	return a, nil
 }

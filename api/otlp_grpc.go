@@ -26,9 +26,9 @@ func OTLPGRPCServerOptions(opts OTLPOptions) []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(int(max))}
 }
 
-// RegisterOTLPGRPC registers the OTLP MetricsService (Export) on s. Only
-// implemented services are registered: logs and traces are not, so their
-// clients get UNIMPLEMENTED. Export answers OK with partial_success when
+// RegisterOTLPGRPC registers the OTLP MetricsService (Export) on s. The
+// logs service is registered apart (RegisterOTLPLogsGRPC); traces are not
+// implemented, so their clients get UNIMPLEMENTED. Export answers OK with partial_success when
 // some points are rejected, INVALID_ARGUMENT when all are, and UNAVAILABLE
 // with a RetryInfo detail when storage fails. Create s with
 // OTLPGRPCServerOptions(opts) for the request size limit.

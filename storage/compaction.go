@@ -40,14 +40,17 @@ func (db *DB) Compact(ctx context.Context) error {
 	}
 	head := db.partOf(db.maxT.Load())
 	var merged []int64
+	converted := 0
 	for _, p := range db.parts.all() {
 		if p >= head {
 			// The partition still being written: only re-encode sealed
 			// Prometheus chunks into columnar blocks; the partition-wide
 			// merge waits until it is closed.
-			if err := db.convertPartition(ctx, p); err != nil {
+			n, err := db.convertPartition(ctx, p)
+			if err != nil {
 				return fmt.Errorf("convert partition %d: %w", p, err)
 			}
+			converted += n
 			continue
 		}
 		if _, closer, err := db.pdb.Get(compactedKey(p)); err == nil {
@@ -64,6 +67,16 @@ func (db *DB) Compact(ctx context.Context) error {
 	}
 	if err := db.settlePartitions(ctx, merged); err != nil {
 		return err
+	}
+	if len(merged) == 0 && converted > 0 {
+		// Flush the columnar blocks and the deletions of the chunks they
+		// replace now: chunks sealed and converted within one memtable
+		// never reach an sstable (the flush elides a value its deletion
+		// shadows), and a store at rest keeps no rewritten data in Pebble's
+		// WAL, which is preallocated to ~1.1x the memtable size.
+		if err := db.pdb.Flush(); err != nil {
+			return fmt.Errorf("flush pebble: %w", err)
+		}
 	}
 	db.stats.compactions.Add(1)
 	return nil
@@ -105,15 +118,49 @@ func indexPartitionKey(p int64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{0x01, 'p'}, orderedInt(p))
 }
 
+// settleOnClose converts the chunks sealed since the last compaction into
+// columnar blocks and flushes Pebble, so that a stopped store holds no
+// Prometheus chunks and no rewritten data in Pebble's WAL (preallocated to
+// ~1.1x the memtable size). With the background loop running that is at
+// most one compaction interval of data; chunks sealed and converted within
+// one memtable never reach an sstable. Measured on
+// BenchmarkDiskBytesPerSample/graceful_stop (Flush + Close, 25 h): 3.54 ->
+// 1.09 B/sample for the whole directory. Called by Close under maintMu.
+func (db *DB) settleOnClose() error {
+	if err := db.convertUncompacted(context.Background()); err != nil {
+		return err
+	}
+	if err := db.pdb.Flush(); err != nil {
+		return fmt.Errorf("flush pebble: %w", err)
+	}
+	return nil
+}
+
+// convertUncompacted converts the version-1 chunks of every partition not
+// yet merged (in practice the newest one or two) into columnar blocks.
+func (db *DB) convertUncompacted(ctx context.Context) error {
+	for _, p := range db.parts.all() {
+		if _, closer, err := db.pdb.Get(compactedKey(p)); err == nil {
+			closer.Close()
+			continue
+		}
+		if _, err := db.convertPartition(ctx, p); err != nil {
+			return fmt.Errorf("convert partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // convertPartition re-encodes, per series, the version-1 (Prometheus) chunks
 // of partition p into one columnar block, together with any columnar chunk
-// that falls between them so chunks never overlap.
-func (db *DB) convertPartition(ctx context.Context, p int64) error {
+// that falls between them so chunks never overlap. It returns how many
+// series it rewrote.
+func (db *DB) convertPartition(ctx context.Context, p int64) (int, error) {
 	lo := appendChunkKey(nil, p, 0, minInt64)
 	hi := appendChunkKey(nil, p+1, 0, minInt64)
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return fmt.Errorf("partition iterator: %w", err)
+		return 0, fmt.Errorf("partition iterator: %w", err)
 	}
 	var ids []uint64
 	for ok := it.First(); ok; ok = it.Next() {
@@ -126,19 +173,19 @@ func (db *DB) convertPartition(ctx context.Context, p int64) error {
 		}
 	}
 	if err := it.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	for i, id := range ids {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return i, err
 			}
 		}
 		if err := db.rewriteSeriesChunks(p, id, true); err != nil {
-			return err
+			return i, err
 		}
 	}
-	return nil
+	return len(ids), nil
 }
 
 func (db *DB) compactPartition(ctx context.Context, p int64) error {

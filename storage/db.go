@@ -328,6 +328,9 @@ func (db *DB) Close() error {
 		var ss []*memSeries
 		db.series.forEach(func(s *memSeries) { ss = append(ss, s) })
 		err = db.writePending(ss)
+		if err == nil {
+			err = db.settleOnClose()
+		}
 		err = errors.Join(err, db.closeResources())
 	})
 	return err

@@ -187,6 +187,17 @@ func weftDiskRun(tb testing.TB, dir string, all []gputelemetry.Series, interval 
 			tb.Fatal(err)
 		}
 	}
+	if err := db.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	files := dirUsage(tb, dir, weftFileCategory)
+	// Reopen (after measuring the directory) to break the bytes down by
+	// keyspace as they are at rest.
+	db, err = Open(ctx, dir, Options{CheckpointInterval: -1, Retention: -1, FutureWindow: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
 	bytes, keys := keyspaceBytes(tb, db.pdb)
 	chunkDisk, err := db.pdb.EstimateDiskUsage([]byte{tagChunk}, []byte{tagChunk + 1})
 	if err != nil {
@@ -201,11 +212,7 @@ func weftDiskRun(tb testing.TB, dir string, all []gputelemetry.Series, interval 
 			bytes, keys, chunkDisk, indexDisk)
 		tb.Logf("weft pebble metrics:\n%s", db.pdb.Metrics())
 	}
-	if err := db.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return diskResult{files: dirUsage(tb, dir, weftFileCategory), chunkBytes: bytes[tagChunk],
-		chunkDisk: chunkDisk, indexDisk: indexDisk}
+	return diskResult{files: files, chunkBytes: bytes[tagChunk], chunkDisk: chunkDisk, indexDisk: indexDisk}
 }
 
 // promDiskRun appends all to a fresh Prometheus TSDB in dir and, when

@@ -39,6 +39,12 @@ func isLevelKey(k string) bool {
 	return false
 }
 
+// NormalizeLevel returns the detected_level value of a level as sent
+// ("WARNING" → "warn", "err" → "error", pino's "50" → "error"); values it
+// does not know are kept as given. Other ingest paths (OTLP severity_text)
+// use it so that every path writes the same level names.
+func NormalizeLevel(v string) string { return normalizeLevel(v) }
+
 // normalizeLevel maps the usual spellings to Loki's level names; other
 // values are kept as given.
 func normalizeLevel(v string) string {

@@ -175,10 +175,12 @@ func (c *converter) record(lr plog.LogRecord, base []loki.Pair, now time.Time) l
 	if f := lr.Flags(); f != 0 {
 		md = c.setPair(md, mdFlags, strconv.FormatUint(uint64(f), 10))
 	}
-	if lr.SeverityText() == "" {
-		if lvl := severityLevel(sn); lvl != "" {
-			md = c.setPair(md, loki.DetectedLevel, lvl)
-		}
+	// The record's severity gives the level before any level-like
+	// attribute does; without one, ingest/loki detects it.
+	if st := lr.SeverityText(); st != "" {
+		md = c.setPair(md, loki.DetectedLevel, loki.NormalizeLevel(st))
+	} else if lvl := severityLevel(sn); lvl != "" {
+		md = c.setPair(md, loki.DetectedLevel, lvl)
 	}
 	ts := int64(lr.Timestamp())
 	if ts == 0 {

@@ -79,7 +79,7 @@ func richLogs() plog.Logs {
 	r.SetFlags(plog.DefaultLogRecordFlags.WithIsSampled(true))
 	r.Attributes().PutStr("gpu.index", "4")
 	r.Attributes().PutStr("lib.kind", "override") // record wins over scope
-	r.Attributes().PutStr("level", "debug") // severity wins over a level attribute
+	r.Attributes().PutStr("level", "debug")       // severity wins over a level attribute
 
 	r = sl.LogRecords().AppendEmpty()
 	r.SetObservedTimestamp(base + 1) // no timestamp: observed time

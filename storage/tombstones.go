@@ -143,7 +143,6 @@ func (db *DB) cleanTombstonesLocked(ctx context.Context) error {
 	if len(snap) == 0 {
 		return nil
 	}
-	parts := db.parts.all()
 	empty := roaring64.New()
 	for id, ivs := range snap {
 		if err := ctx.Err(); err != nil {
@@ -162,7 +161,10 @@ func (db *DB) cleanTombstonesLocked(ctx context.Context) error {
 			}
 			s.mu.Lock()
 		}
-		left, err := db.rewriteWithout(id, ivs, parts)
+		// The partitions are listed after the series' pending chunks are
+		// written: a partition that only those chunks create must be
+		// rewritten too.
+		left, err := db.rewriteWithout(id, ivs, db.parts.all())
 		if s != nil {
 			s.mu.Unlock()
 		}

@@ -46,5 +46,6 @@
 // for one goroutine each; an appender must end with Commit or Rollback, a
 // querier with Close. The DB starts three goroutines (WAL syncer, sealer,
 // background maintenance unless Options.CheckpointInterval < 0); Close stops
-// and waits for all of them.
+// and waits for all of them, converts chunks sealed since the last compaction
+// into the columnar format and flushes Pebble.
 package storage

@@ -13,9 +13,6 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 )
 
 const (
@@ -140,24 +137,7 @@ func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// writeStatus answers an error as a google.rpc.Status in content type ct,
-// as the OTLP/HTTP specification asks.
+// writeStatus answers an error as a google.rpc.Status (writeOTLPStatus).
 func (h *otlpHTTPHandler) writeStatus(w http.ResponseWriter, ct string, httpCode int, code codes.Code, msg string) {
-	st := status.New(code, msg).Proto()
-	var (
-		out []byte
-		err error
-	)
-	if ct == otlpContentJSON {
-		out, err = protojson.Marshal(st)
-	} else {
-		out, err = proto.Marshal(st)
-	}
-	if err != nil {
-		http.Error(w, msg, httpCode)
-		return
-	}
-	w.Header().Set("Content-Type", ct)
-	w.WriteHeader(httpCode)
-	_, _ = w.Write(out)
+	writeOTLPStatus(w, ct, httpCode, code, msg)
 }

@@ -172,6 +172,26 @@ func TestAgentRemoteWriteAcrossWeftRestarts(t *testing.T) {
 		}
 	}
 
+	// xidLine is an XID event on GPU g through the agent's Loki path, with
+	// the labels of that GPU's series (context included) plus source, event
+	// and xid, as Agent.EventLine builds them.
+	xidLine := func(g int, at time.Time) gpuagent.EventLine {
+		info := agentSnapshot(at, 0).GPUs[g].Info
+		var labels []gpuagent.Label
+		for _, s := range render.Render(agentSnapshot(at, 0)) {
+			if s.Name == "DCGM_FI_DEV_GPU_UTIL" && hasLabel(s.Labels, "UUID", info.UUID) {
+				labels = append(labels, s.Labels...)
+			}
+		}
+		labels = append(labels, gpuagent.Label{Name: "source", Value: "weft-agent"},
+			gpuagent.Label{Name: "event", Value: "xid"}, gpuagent.Label{Name: "xid", Value: "79"})
+		ev := gpuagent.Event{Time: at, Kind: gpuagent.EventXID, Code: 79, GPU: info}
+		return gpuagent.EventLine{Labels: labels, Time: at, Line: ev.Message()}
+	}
+	loki := gpuagent.NewLokiPusher(base, &http.Client{Timeout: 5 * time.Second})
+	var outageXID gpuagent.EventLine
+	outageErr := make(chan error, 1)
+
 	restarts := 0
 	for i := range agentCollections {
 		switch i {
@@ -187,6 +207,10 @@ func TestAgentRemoteWriteAcrossWeftRestarts(t *testing.T) {
 			<-weft.done
 			collect(i)
 			waitFailures(f)
+			if i == 45 { // an XID while weft is down: the pusher's retries must bridge it
+				outageXID = xidLine(1, time.Now())
+				go func() { outageErr <- loki.Push(ctx, []gpuagent.EventLine{outageXID}) }()
+			}
 		case 32, 52: // bring it back on the same address and data dir
 			restarts++
 			weft = startWeftAt(t, "weft#"+strconv.Itoa(restarts+1), addr, dataDir)
@@ -279,29 +303,33 @@ func TestAgentRemoteWriteAcrossWeftRestarts(t *testing.T) {
 		t.Errorf("weft_remote_write_requests_total: protocol 2.0 = %v, 1.0 = %v; want 2.0 > 0 and no 1.0", v2, v1)
 	}
 
-	// An XID event through the agent's Loki path, with the labels of its
-	// GPU's series (context included), as Agent.EventLine builds them.
-	var gpuLabels []gpuagent.Label
-	for _, s := range render.Render(agentSnapshot(end, 0)) {
-		if s.Name == "DCGM_FI_DEV_GPU_UTIL" {
-			gpuLabels = s.Labels
-			break
-		}
+	// Two XIDs through the agent's Loki path: one pushed while weft was down
+	// (above), one now; both are found by the run's label.
+	if err := <-outageErr; err != nil {
+		t.Fatalf("loki push during the outage: %v", err)
 	}
-	ev := gpuagent.Event{Time: time.Now(), Kind: gpuagent.EventXID, Code: 79,
-		GPU: agentSnapshot(end, 0).GPUs[0].Info}
-	line := gpuagent.EventLine{
-		Labels: append(append([]gpuagent.Label(nil), gpuLabels...),
-			gpuagent.Label{Name: "source", Value: "weft-agent"}, gpuagent.Label{Name: "event", Value: "xid"}, gpuagent.Label{Name: "xid", Value: "79"}),
-		Time: ev.Time, Line: ev.Message(),
-	}
-	if err := gpuagent.NewLokiPusher(base, nil).Push(ctx, []gpuagent.EventLine{line}); err != nil {
+	nowXID := xidLine(0, time.Now())
+	if err := loki.Push(ctx, []gpuagent.EventLine{nowXID}); err != nil {
 		t.Fatalf("loki push: %v", err)
 	}
-	got := lokiQueryRange(t, base, fmt.Sprintf(`{run_id=%q}`, runID), ev.Time.Add(-time.Minute), ev.Time.Add(time.Minute))
-	if len(got) != 1 || len(got[0].Values) != 1 || got[0].Values[0][1] != ev.Message() ||
-		got[0].Stream["xid"] != "79" || got[0].Stream["UUID"] != ev.GPU.UUID || got[0].Stream["model"] != "llama-3-8b" {
-		t.Fatalf("loki query_range {run_id=%q}: %+v, want one stream with the line %q", runID, got, ev.Message())
+	got := lokiQueryRange(t, base, fmt.Sprintf(`{run_id=%q}`, runID), outageXID.Time.Add(-time.Minute), nowXID.Time.Add(time.Minute))
+	byUUID := map[string]lokiStreamResult{}
+	for _, st := range got {
+		byUUID[st.Stream["UUID"]] = st
+	}
+	for _, want := range []gpuagent.EventLine{outageXID, nowXID} {
+		uuid := ""
+		for _, l := range want.Labels {
+			if l.Name == "UUID" {
+				uuid = l.Value
+			}
+		}
+		st, ok := byUUID[uuid]
+		if len(got) != 2 || !ok || len(st.Values) != 1 || st.Values[0][1] != want.Line ||
+			st.Values[0][0] != strconv.FormatInt(want.Time.UnixNano(), 10) ||
+			st.Stream["xid"] != "79" || st.Stream["model"] != "llama-3-8b" || st.Stream["event"] != "xid" {
+			t.Fatalf("loki query_range {run_id=%q}: %+v, want one stream per XID, the one of %s with the line %q", runID, got, uuid, want.Line)
+		}
 	}
 
 	// The agent binary's own no-driver series reached weft too. Agent-level
@@ -461,4 +489,13 @@ func rwRequests(tb testing.TB, base string) (v2, v1 float64) {
 		tb.Fatal(err)
 	}
 	return v2, v1
+}
+
+func hasLabel(ls []gpuagent.Label, name, value string) bool {
+	for _, l := range ls {
+		if l.Name == name && l.Value == value {
+			return true
+		}
+	}
+	return false
 }

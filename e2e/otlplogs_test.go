@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,6 +96,40 @@ func TestOTLPLogsTelemetrygen(t *testing.T) {
 		}
 		if got := otlpLogsQuery(t, base, `{service_name="`+svc+`"}`); len(got) != 5 {
 			t.Fatalf("%d lines stored, want 5", len(got))
+		}
+	})
+	// OTLP/JSON, gzip, with one record over the line limit: partial success,
+	// the valid records stored.
+	t.Run("json-partial", func(t *testing.T) {
+		now := time.Now().UnixNano()
+		body := `{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"json-partial"}}]},` +
+			`"scopeLogs":[{"logRecords":[` +
+			`{"timeUnixNano":"` + strconv.FormatInt(now, 10) + `","body":{"stringValue":"ok one"},"traceId":"` + traceID + `"},` +
+			`{"timeUnixNano":"` + strconv.FormatInt(now+1, 10) + `","body":{"kvlistValue":{"values":[{"key":"k","value":{"intValue":"7"}}]}}},` +
+			`{"timeUnixNano":"` + strconv.FormatInt(now+2, 10) + `","body":{"stringValue":"` + strings.Repeat("x", 300<<10) + `"}}]}]}]}`
+		var zb bytes.Buffer
+		zw := gzip.NewWriter(&zb)
+		_, _ = zw.Write([]byte(body))
+		_ = zw.Close()
+		req, _ := http.NewRequest(http.MethodPost, base+"/otlp/v1/logs", &zb)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Encoding", "gzip")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(b), `"rejectedLogRecords":"1"`) {
+			t.Fatalf("answer %d %s, want 200 with rejectedLogRecords 1", res.StatusCode, b)
+		}
+		got := otlpLogsQuery(t, base, `{service_name="json-partial"}`)
+		lines := map[string]string{}
+		for _, l := range got {
+			lines[l.line] = l.md["trace_id"]
+		}
+		if len(got) != 2 || lines["ok one"] != traceID || lines[`{"k":7}`] != "" {
+			t.Fatalf("stored %v, want the two valid records", lines)
 		}
 	})
 }

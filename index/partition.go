@@ -13,7 +13,11 @@ import (
 // nameEntry holds the postings of one label name of one kind.
 type nameEntry struct {
 	// all holds every stream that has the label: `name=~".+"` and
-	// `name!=""` are this one bitmap, not a union over all values.
+	// `name!=""` are this one bitmap, not a union over all values. While
+	// every stream of the kind in the partition has the label (aliased),
+	// all is the partition's per-kind bitmap itself, so the write path
+	// adds to one bitmap instead of two. Nothing modifies all in place
+	// except the write path, which knows.
 	all    *roaring64.Bitmap
 	values map[uint32]*roaring64.Bitmap // value ref (in the name's dictionary) → streams
 
@@ -36,6 +40,8 @@ type nameEntry struct {
 	hotBm   *roaring64.Bitmap
 	hotTail postTail // IDs not yet in hotBm
 	dirty   bool     // listed in partition.dirtyNames
+	aliased bool     // all is partition.all[kind]; listed in partition.aliased[kind]
+	seen    uint64   // partition.adds when last added to
 }
 
 func newNameEntry() *nameEntry {
@@ -139,6 +145,8 @@ type partition struct {
 	pendingTail postTail           // IDs not yet in pending
 	dirtyNames  []*nameEntry       // entries with buffered IDs
 	buffered    atomic.Bool        // some IDs are buffered; written under mu
+	aliased     [numKinds][]*nameEntry
+	adds        uint64 // addLocked calls, to tell the entries of the current add
 }
 
 // flushLocked adds every buffered ID to its bitmap; mu must be held for
@@ -189,15 +197,40 @@ func newPartition(num int64) *partition {
 // must be held for writing.
 func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 	u := uint64(id)
+	p.adds++
+	first := p.allTail[kind].n == 0 && p.all[kind].IsEmpty()
+	for i := 0; i+1 < len(refs); i += 2 {
+		ne := p.names.get(kind, refs[i])
+		if ne == nil {
+			ne = p.names.getOrCreate(kind, refs[i])
+			if first { // every stream of the kind (this one) has the label
+				ne.all, ne.aliased = p.all[kind], true
+				p.aliased[kind] = append(p.aliased[kind], ne)
+			}
+		}
+		ne.seen = p.adds
+	}
+	// An aliased label this stream lacks gets a bitmap of its own (without
+	// this stream) before the stream goes into all[kind].
+	for j := 0; j < len(p.aliased[kind]); j++ {
+		if ne := p.aliased[kind][j]; ne.seen != p.adds {
+			p.allTail[kind].flush(p.all[kind])
+			ne.all, ne.aliased = p.all[kind].Clone(), false
+			p.unalias(kind, j)
+			j--
+		}
+	}
 	p.allTail[kind].add(p.all[kind], u)
 	p.pendingTail.add(p.pending, u)
 	for i := 0; i+1 < len(refs); i += 2 {
-		ne := p.names.getOrCreate(kind, refs[i])
+		ne := p.names.get(kind, refs[i])
 		if !ne.dirty {
 			ne.dirty = true
 			p.dirtyNames = append(p.dirtyNames, ne)
 		}
-		ne.allTail.add(ne.all, u)
+		if !ne.aliased {
+			ne.allTail.add(ne.all, u)
+		}
 		if v := refs[i+1]; ne.hotBm == nil || ne.hotRef != v {
 			ne.hotTail.flush(ne.hotBm)
 			bm := ne.values[v]
@@ -213,6 +246,14 @@ func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 	if !p.buffered.Load() {
 		p.buffered.Store(true)
 	}
+}
+
+// unalias drops entry j from p.aliased[kind].
+func (p *partition) unalias(kind Kind, j int) {
+	a := p.aliased[kind]
+	a[j] = a[len(a)-1]
+	a[len(a)-1] = nil
+	p.aliased[kind] = a[:len(a)-1]
 }
 
 // removeLocked removes stream id with label refs from the postings, dropping
@@ -238,6 +279,9 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 			}
 		}
 		if ne.all.IsEmpty() {
+			if ne.aliased {
+				p.unalias(kind, slices.Index(p.aliased[kind], ne))
+			}
 			p.names[kind][refs[i]] = nil
 		}
 	}

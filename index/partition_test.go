@@ -31,8 +31,21 @@ func TestBufferedPostings(t *testing.T) {
 		if rng.IntN(6) == 0 {
 			pod = rng.IntN(40)
 		}
-		return labels.FromStrings("__name__", fmt.Sprintf("m%d", rng.IntN(12)), "job", fmt.Sprint(job), "pod", fmt.Sprint(pod), "i", fmt.Sprint(rng.IntN(1000)))
+		kv := []string{"__name__", fmt.Sprintf("m%d", rng.IntN(12)), "job", fmt.Sprint(job), "i", fmt.Sprint(rng.IntN(1000))}
+		// Mostly every stream has pod (its name bitmap is the partition's
+		// own), now and then one lacks it or has an extra label.
+		if rng.IntN(8) != 0 {
+			kv = append(kv, "pod", fmt.Sprint(pod))
+		}
+		if rng.IntN(8) == 0 {
+			kv = append(kv, "extra", fmt.Sprint(rng.IntN(3)))
+		}
+		return labels.FromStrings(kv...)
 	}
+	// Partitions move on every 50 steps, right after a reopen, so new
+	// partitions start in memory (where name bitmaps alias the partition's
+	// own) as well as from disk.
+	base := int64(0)
 	check := func(step int) {
 		t.Helper()
 		ix := e.ix
@@ -45,13 +58,20 @@ func TestBufferedPostings(t *testing.T) {
 			{1, mustMatcher(t, labels.MatchEqual, "pod", fmt.Sprint(pod))},
 			{2, mustMatcher(t, labels.MatchRegexp, "__name__", "m1.*")},
 			{2, mustMatcher(t, labels.MatchNotEqual, "job", "0")},
+			{0, mustMatcher(t, labels.MatchEqual, "pod", "")},
+			{1, mustMatcher(t, labels.MatchNotEqual, "pod", "")},
+			{2, mustMatcher(t, labels.MatchRegexp, "extra", ".+")},
+			{0, mustMatcher(t, labels.MatchEqual, "extra", "")},
 		} {
+			tc.part += base
 			want := []ID{}
 			values := map[string]bool{}
 			for id, s := range live {
 				if s.parts[tc.part] && tc.m.Matches(s.ls.Get(tc.m.Name)) {
 					want = append(want, id)
-					values[s.ls.Get("pod")] = true
+					if s.ls.Has("pod") {
+						values[s.ls.Get("pod")] = true
+					}
 				}
 			}
 			slices.Sort(want)
@@ -73,13 +93,33 @@ func TestBufferedPostings(t *testing.T) {
 				t.Fatalf("step %d: LabelValues(pod, part %d, %v) = %v, want %v", step, tc.part, tc.m, vs, wantVs)
 			}
 		}
-		st, err := ix.Stats(t.Context(), KindMetric, 0, 0, 0)
+		for part := base; part < base+3; part++ {
+			wantNames := map[string]bool{}
+			for _, s := range live {
+				if s.parts[part] {
+					s.ls.Range(func(l labels.Label) { wantNames[l.Name] = true })
+				}
+			}
+			want := []string{}
+			for n := range wantNames {
+				want = append(want, n)
+			}
+			slices.Sort(want)
+			got, err := ix.LabelNames(t.Context(), KindMetric, part*hourMs, part*hourMs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: LabelNames(part %d) = %v, want %v", step, part, got, want)
+			}
+		}
+		st, err := ix.Stats(t.Context(), KindMetric, base*hourMs, base*hourMs, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
 		for _, s := range live {
-			if s.parts[0] {
+			if s.parts[base] {
 				n++
 			}
 		}
@@ -88,9 +128,10 @@ func TestBufferedPostings(t *testing.T) {
 		}
 	}
 	for step := 0; step < 300; step++ {
+		base = int64(step / 50)
 		for i := rng.IntN(3 * postTailLen); i > 0; i-- {
 			ls := newLabels()
-			part := int64(rng.IntN(3))
+			part := base + int64(rng.IntN(3))
 			id := mustCreate(t, e.ix, KindMetric, ls, part*hourMs)
 			s := live[id]
 			if s == nil {
@@ -103,7 +144,7 @@ func TestBufferedPostings(t *testing.T) {
 		case 0, 1: // touch a few streams into another partition
 			for id, s := range live {
 				if rng.IntN(8) == 0 {
-					part := int64(rng.IntN(3))
+					part := base + int64(rng.IntN(3))
 					e.ix.Touch(id, part*hourMs)
 					s.parts[part] = true
 				}
@@ -123,7 +164,8 @@ func TestBufferedPostings(t *testing.T) {
 			if err := e.ix.Persist(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-		case 4:
+		}
+		if step%50 == 49 || step%50 == 20 {
 			e.reopen()
 		}
 		if rng.IntN(3) == 0 {

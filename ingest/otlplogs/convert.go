@@ -15,13 +15,14 @@ import (
 
 // Structured-metadata names written for record fields (Loki's).
 const (
-	mdTraceID        = "trace_id"
-	mdSpanID         = "span_id"
-	mdSeverityText   = "severity_text"
-	mdSeverityNumber = "severity_number"
-	mdFlags          = "flags"
-	mdScopeName      = "scope_name"
-	mdScopeVersion   = "scope_version"
+	mdTraceID           = "trace_id"
+	mdSpanID            = "span_id"
+	mdSeverityText      = "severity_text"
+	mdSeverityNumber    = "severity_number"
+	mdFlags             = "flags"
+	mdObservedTimestamp = "observed_timestamp"
+	mdScopeName         = "scope_name"
+	mdScopeVersion      = "scope_version"
 )
 
 // converter turns plog.Logs into a loki.Request. Immutable; safe for
@@ -135,7 +136,7 @@ func (c *converter) resource(attrs pcommon.Map) (loki.Stream, []loki.Pair) {
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if !used[k] {
 			if n := c.normalize(k); n != "" {
-				md = c.setPair(md, n, v.AsString())
+				md = c.appendValue(md, n, v, 0)
 			}
 		}
 		return true
@@ -146,7 +147,26 @@ func (c *converter) resource(attrs pcommon.Map) (loki.Stream, []loki.Pair) {
 func (c *converter) appendAttrs(md []loki.Pair, attrs pcommon.Map) []loki.Pair {
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if n := c.normalize(k); n != "" {
-			md = c.setPair(md, n, v.AsString())
+			md = c.appendValue(md, n, v, 0)
+		}
+		return true
+	})
+	return md
+}
+
+// maxFlattenDepth bounds the recursion into nested maps (a hostile request
+// can nest deeper than any real attribute); deeper maps are stored as JSON.
+const maxFlattenDepth = 8
+
+// appendValue sets name to v; a map is flattened into one pair per leaf,
+// names joined with "_", as Loki does (like LogQL's json parser).
+func (c *converter) appendValue(md []loki.Pair, name string, v pcommon.Value, depth int) []loki.Pair {
+	if v.Type() != pcommon.ValueTypeMap || depth >= maxFlattenDepth || v.Map().Len() == 0 {
+		return c.setPair(md, name, v.AsString())
+	}
+	v.Map().Range(func(k string, cv pcommon.Value) bool {
+		if n := c.normalize(k); n != "" {
+			md = c.appendValue(md, name+"_"+n, cv, depth+1)
 		}
 		return true
 	})
@@ -182,9 +202,13 @@ func (c *converter) record(lr plog.LogRecord, base []loki.Pair, now time.Time) l
 	} else if lvl := severityLevel(sn); lvl != "" {
 		md = c.setPair(md, loki.DetectedLevel, lvl)
 	}
-	ts := int64(lr.Timestamp())
-	if ts == 0 {
-		ts = int64(lr.ObservedTimestamp())
+	ts, obs := int64(lr.Timestamp()), int64(lr.ObservedTimestamp())
+	switch {
+	case ts == 0:
+		ts = obs
+	case obs != 0:
+		// Both set: the observed time is kept as metadata, as Loki does.
+		md = c.setPair(md, mdObservedTimestamp, strconv.FormatInt(obs, 10))
 	}
 	if ts == 0 {
 		ts = now.UnixNano()

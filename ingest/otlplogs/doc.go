@@ -13,8 +13,10 @@
 //     is always set: from service.name, else "unknown_service".
 //   - Every other resource attribute, the scope name, version and attributes,
 //     and the record's attributes, trace_id, span_id (lowercase hex),
-//     severity_text, severity_number and flags become structured metadata,
-//     names normalized as Prometheus labels (dots → underscores). A record
+//     severity_text, severity_number, flags and (when both times are set)
+//     observed_timestamp become structured metadata, names normalized as
+//     Prometheus labels (dots → underscores), nested maps flattened with "_"
+//     (http.request → {method} gives http_request_method). A record
 //     attribute wins over a scope attribute, which wins over a resource
 //     attribute of the same normalized name.
 //   - The body is the line: a string as is, any other value JSON-encoded

@@ -80,6 +80,10 @@ func richLogs() plog.Logs {
 	r.Attributes().PutStr("gpu.index", "4")
 	r.Attributes().PutStr("lib.kind", "override") // record wins over scope
 	r.Attributes().PutStr("level", "debug")       // severity wins over a level attribute
+	r.SetObservedTimestamp(base + 5)              // both set: observed_timestamp metadata
+	nested := r.Attributes().PutEmptyMap("http")
+	nested.PutInt("status.code", 200)
+	nested.PutEmptyMap("request").PutStr("method", "GET") // flattened: http_request_method
 
 	r = sl.LogRecords().AppendEmpty()
 	r.SetObservedTimestamp(base + 1) // no timestamp: observed time

@@ -162,7 +162,7 @@ func TestAgentNoDriver(t *testing.T) {
 	}
 	defer a.Stop(context.Background())
 	waitFor(t, "nvml down served", func() bool {
-		return strings.Contains(httpGet(t, "http://"+a.Addr()+"/metrics"), "gpu_agent_nvml_up 0\n")
+		return nvmlUpRe(0).MatchString(httpGet(t, "http://"+a.Addr()+"/metrics"))
 	})
 	if body := httpGet(t, "http://"+a.Addr()+"/metrics"); strings.Contains(body, "DCGM_FI_DEV") {
 		t.Errorf("GPU series without a driver:\n%s", body)

@@ -288,7 +288,7 @@ func TestNoDriver(t *testing.T) {
 	if snap.NVMLUp || len(snap.GPUs) != 0 {
 		t.Fatalf("up=%v gpus=%d after failed init", snap.NVMLUp, len(snap.GPUs))
 	}
-	if !strings.Contains(renderText(t, snap, NamingDCGM), "gpu_agent_nvml_up 0\n") {
+	if !nvmlUpRe(0).MatchString(renderText(t, snap, NamingDCGM)) {
 		t.Error("gpu_agent_nvml_up 0 not served")
 	}
 	// Backoff: no retry before the delay, one retry after, doubling.

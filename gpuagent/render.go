@@ -48,9 +48,13 @@ func (r *Renderer) Render(snap Snapshot) []Series {
 	if snap.NVMLUp {
 		up = 1
 	}
-	out = append(out, r.series(MetricNVMLUp, nil, nil, up))
+	// The agent's own series carry the host like the GPU series do: pushed
+	// by remote write they get no instance label, so without it the series
+	// of every node would be one.
+	host := r.hostLabels()
+	out = append(out, r.series(MetricNVMLUp, host, nil, up))
 	for _, call := range slices.Sorted(maps.Keys(snap.Errors)) {
-		out = append(out, r.series(MetricCollectErrors, nil, []Label{{"call", call}}, float64(snap.Errors[call])))
+		out = append(out, r.series(MetricCollectErrors, host, []Label{{"call", call}}, float64(snap.Errors[call])))
 	}
 	for i := range snap.GPUs {
 		g := &snap.GPUs[i]
@@ -170,6 +174,15 @@ func (r *Renderer) gpuLabels(g GPUInfo, ctx Context) []Label {
 
 // series builds one Series: base labels, then the def's constant labels
 // (OTel only), then the sample's labels; later labels win on a clash.
+// hostLabels is the host label under the renderer's naming: Hostname as
+// dcgm-exporter names it, host.name in OpenTelemetry's conventions.
+func (r *Renderer) hostLabels() []Label {
+	if r.Naming == NamingOTel {
+		return []Label{{"host.name", r.Hostname}}
+	}
+	return []Label{{"Hostname", r.Hostname}}
+}
+
 func (r *Renderer) series(d *MetricDef, base, extra []Label, v float64) Series {
 	m := make(map[string]string, len(base)+len(extra)+2)
 	for _, l := range base {

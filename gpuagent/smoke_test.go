@@ -44,7 +44,7 @@ func TestSmokeScriptLogic(t *testing.T) {
 		{name: "uuid mismatch", smiUUIDs: append(append([]string(nil), uuids[:7]...), "GPU-ffffffff-0000-4000-8000-000000000000"), registers: 8, wantErr: "UUIDs differ"},
 		{name: "temperature out of range", smiUUIDs: uuids, mutate: `s/^\(DCGM_FI_DEV_GPU_TEMP{.*gpu="3".*}\) .*/\1 400/`, registers: 8, wantErr: "DCGM_FI_DEV_GPU_TEMP = 400 outside"},
 		{name: "missing metric on one gpu", smiUUIDs: uuids, mutate: `/^DCGM_FI_DEV_SM_CLOCK{.*gpu="5"/d`, registers: 8, wantErr: "DCGM_FI_DEV_SM_CLOCK: 7 series for 8"},
-		{name: "nvml down", smiUUIDs: uuids, mutate: `s/^gpu_agent_nvml_up 1/gpu_agent_nvml_up 0/`, registers: 8, wantErr: "NVML not up"},
+		{name: "nvml down", smiUUIDs: uuids, mutate: `s/^\(gpu_agent_nvml_up[^ ]*\) 1/\1 0/`, registers: 8, wantErr: "NVML not up"},
 		{name: "event set partial", smiUUIDs: uuids, registers: 6, wantErr: "event set registered on 6 of 8"},
 		{name: "energy decreased", smiUUIDs: uuids, second: `s/^\(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{.*gpu="4".*}\) .*/\1 1/`, registers: 8, wantErr: "energy decreased on " + uuids[4]},
 		{name: "failed gpu", smiUUIDs: uuids, mutate: `s/^\(gpu_agent_gpu_failed{.*gpu="2".*}\) 0/\1 1/`, registers: 8, wantErr: "GPU reported failed"},

@@ -50,7 +50,7 @@ sleep "${WEFT_SMOKE_PAUSE:-2}"
 note "collection 2"
 collect "$work/b.prom" "$work/b.log" -output text
 
-grep -qx 'gpu_agent_nvml_up 1' "$work/a.prom" ||
+grep -qE '^gpu_agent_nvml_up(\{[^}]*\})? 1$' "$work/a.prom" ||
 	fail "NVML not up: $(grep -h nvml "$work/a.log" | head -3)"
 
 # UUIDs: nvidia-smi -L prints "GPU 0: NAME (UUID: GPU-...)"; MIG lines are indented.

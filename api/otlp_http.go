@@ -44,64 +44,21 @@ type otlpHTTPHandler struct {
 var otlpBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method "+req.Method+" not allowed, use POST", http.StatusMethodNotAllowed)
+	ct, raw, release, ok := readOTLPRequest(w, req, h.r.maxBytes, h.r.err)
+	if !ok {
 		return
 	}
-	ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	if err != nil || (ct != otlpContentProto && ct != otlpContentJSON) {
-		// No OTLP content type to answer in: plain text.
-		http.Error(w, fmt.Sprintf("unsupported content type %q, want %s or %s", req.Header.Get("Content-Type"), otlpContentProto, otlpContentJSON), http.StatusUnsupportedMediaType)
-		return
-	}
-	if h.r.err != nil {
-		h.writeStatus(w, ct, http.StatusInternalServerError, codes.Internal, h.r.err.Error())
-		return
-	}
+	defer release()
 
-	body := io.Reader(req.Body)
-	switch enc := req.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(req.Body)
-		if err != nil {
-			h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read gzip body: "+err.Error())
-			return
-		}
-		defer gz.Close()
-		body = gz
-	default:
-		h.writeStatus(w, ct, http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("unsupported content encoding %q, want gzip or none", enc))
-		return
-	}
-	buf := otlpBufPool.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 4<<20 { // keep pooled buffers small
-			buf.Reset()
-			otlpBufPool.Put(buf)
-		}
-	}()
-	buf.Reset()
-	n, err := buf.ReadFrom(io.LimitReader(body, h.r.maxBytes+1))
-	if err != nil {
-		h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read body: "+err.Error())
-		return
-	}
-	if n > h.r.maxBytes {
-		h.writeStatus(w, ct, http.StatusRequestEntityTooLarge, codes.ResourceExhausted,
-			fmt.Sprintf("request body exceeds %d bytes after decompression", h.r.maxBytes))
-		return
-	}
-
+	var err error
 	er := pmetricotlp.NewExportRequest()
 	if ct == otlpContentJSON {
-		err = er.UnmarshalJSON(buf.Bytes())
+		err = er.UnmarshalJSON(raw)
 	} else {
-		err = er.UnmarshalProto(buf.Bytes())
+		err = er.UnmarshalProto(raw)
 	}
 	if err != nil {
-		h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP metrics: "+err.Error())
+		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP metrics: "+err.Error())
 		return
 	}
 
@@ -110,10 +67,10 @@ func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case otlpUnavailable:
 		h.r.logger.Warn("otlp_ingest_failed", "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(int((h.r.retryAfter+999_999_999)/1e9)))
-		h.writeStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
+		writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
 		return
 	case otlpInvalid:
-		h.writeStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, res.Message)
+		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, res.Message)
 		return
 	}
 
@@ -122,22 +79,82 @@ func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		resp.PartialSuccess().SetRejectedDataPoints(res.Rejected)
 		resp.PartialSuccess().SetErrorMessage(res.Message)
 	}
-	var out []byte
-	if ct == otlpContentJSON {
-		out, err = resp.MarshalJSON()
-	} else {
-		out, err = resp.MarshalProto()
+	writeOTLPResponse(w, ct, resp.MarshalJSON, resp.MarshalProto)
+}
+
+// readOTLPRequest does what every OTLP/HTTP handler does before decoding:
+// POST only, a protobuf or JSON content type, gzip or no encoding, at most
+// maxBytes after decompression, and initErr (invalid options) answered for
+// every request. It answers any failure itself and returns ok false;
+// otherwise the body, valid until release is called.
+func readOTLPRequest(w http.ResponseWriter, req *http.Request, maxBytes int64, initErr error) (ct string, body []byte, release func(), ok bool) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method "+req.Method+" not allowed, use POST", http.StatusMethodNotAllowed)
+		return "", nil, nil, false
 	}
+	ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if err != nil || (ct != otlpContentProto && ct != otlpContentJSON) {
+		// No OTLP content type to answer in: plain text.
+		http.Error(w, fmt.Sprintf("unsupported content type %q, want %s or %s", req.Header.Get("Content-Type"), otlpContentProto, otlpContentJSON), http.StatusUnsupportedMediaType)
+		return "", nil, nil, false
+	}
+	if initErr != nil {
+		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, initErr.Error())
+		return "", nil, nil, false
+	}
+
+	r := io.Reader(req.Body)
+	switch enc := req.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		gz, err := gzip.NewReader(req.Body)
+		if err != nil {
+			writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read gzip body: "+err.Error())
+			return "", nil, nil, false
+		}
+		defer gz.Close()
+		r = gz
+	default:
+		writeOTLPStatus(w, ct, http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("unsupported content encoding %q, want gzip or none", enc))
+		return "", nil, nil, false
+	}
+	buf := otlpBufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	release = func() {
+		if buf.Cap() <= 4<<20 { // keep pooled buffers small
+			buf.Reset()
+			otlpBufPool.Put(buf)
+		}
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, maxBytes+1))
 	if err != nil {
-		h.writeStatus(w, ct, http.StatusInternalServerError, codes.Internal, "encode response: "+err.Error())
+		release()
+		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read body: "+err.Error())
+		return "", nil, nil, false
+	}
+	if n > maxBytes {
+		release()
+		writeOTLPStatus(w, ct, http.StatusRequestEntityTooLarge, codes.ResourceExhausted,
+			fmt.Sprintf("request body exceeds %d bytes after decompression", maxBytes))
+		return "", nil, nil, false
+	}
+	return ct, buf.Bytes(), release, true
+}
+
+// writeOTLPResponse answers 200 with an export response encoded in the
+// request's content type.
+func writeOTLPResponse(w http.ResponseWriter, ct string, marshalJSON, marshalProto func() ([]byte, error)) {
+	marshal := marshalProto
+	if ct == otlpContentJSON {
+		marshal = marshalJSON
+	}
+	out, err := marshal()
+	if err != nil {
+		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, "encode response: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
-}
-
-// writeStatus answers an error as a google.rpc.Status (writeOTLPStatus).
-func (h *otlpHTTPHandler) writeStatus(w http.ResponseWriter, ct string, httpCode int, code codes.Code, msg string) {
-	writeOTLPStatus(w, ct, httpCode, code, msg)
 }

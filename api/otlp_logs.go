@@ -1,17 +1,13 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -121,59 +117,18 @@ type otlpLogsHTTPHandler struct {
 }
 
 func (h *otlpLogsHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method "+req.Method+" not allowed, use POST", http.StatusMethodNotAllowed)
+	ct, raw, release, ok := readOTLPRequest(w, req, h.r.maxBytes, h.r.err)
+	if !ok {
 		return
 	}
-	ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	if err != nil || (ct != otlpContentProto && ct != otlpContentJSON) {
-		http.Error(w, fmt.Sprintf("unsupported content type %q, want %s or %s", req.Header.Get("Content-Type"), otlpContentProto, otlpContentJSON), http.StatusUnsupportedMediaType)
-		return
-	}
-	if h.r.err != nil {
-		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, h.r.err.Error())
-		return
-	}
-	body := io.Reader(req.Body)
-	switch enc := req.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(req.Body)
-		if err != nil {
-			writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read gzip body: "+err.Error())
-			return
-		}
-		defer gz.Close()
-		body = gz
-	default:
-		writeOTLPStatus(w, ct, http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("unsupported content encoding %q, want gzip or none", enc))
-		return
-	}
-	buf := otlpBufPool.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 4<<20 { // keep pooled buffers small
-			buf.Reset()
-			otlpBufPool.Put(buf)
-		}
-	}()
-	buf.Reset()
-	n, err := buf.ReadFrom(io.LimitReader(body, h.r.maxBytes+1))
-	if err != nil {
-		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read body: "+err.Error())
-		return
-	}
-	if n > h.r.maxBytes {
-		writeOTLPStatus(w, ct, http.StatusRequestEntityTooLarge, codes.ResourceExhausted,
-			fmt.Sprintf("request body exceeds %d bytes after decompression", h.r.maxBytes))
-		return
-	}
+	defer release()
 
+	var err error
 	er := plogotlp.NewExportRequest()
 	if ct == otlpContentJSON {
-		err = er.UnmarshalJSON(buf.Bytes())
+		err = er.UnmarshalJSON(raw)
 	} else {
-		err = er.UnmarshalProto(buf.Bytes())
+		err = er.UnmarshalProto(raw)
 	}
 	if err != nil {
 		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP logs: "+err.Error())
@@ -197,19 +152,7 @@ func (h *otlpLogsHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request
 		resp.PartialSuccess().SetRejectedLogRecords(res.Rejected)
 		resp.PartialSuccess().SetErrorMessage(res.Message)
 	}
-	var out []byte
-	if ct == otlpContentJSON {
-		out, err = resp.MarshalJSON()
-	} else {
-		out, err = resp.MarshalProto()
-	}
-	if err != nil {
-		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, "encode response: "+err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", ct)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	writeOTLPResponse(w, ct, resp.MarshalJSON, resp.MarshalProto)
 }
 
 // writeOTLPStatus answers an error as a google.rpc.Status in content type

@@ -525,3 +525,62 @@ func BenchmarkPostings(b *testing.B) {
 		})
 	}
 }
+
+// uniqueSeries returns the labels of series i of the storage engine's
+// benchmark workload (storage/bench_test.go benchLabels): one metric, a unique
+// gpu_uuid and instance per series, a new pod every 8 series and a new run_id
+// every 64, so ~2.1 label values per series are new to the index.
+func uniqueSeries(b *labels.ScratchBuilder, i int) labels.Labels {
+	b.Reset()
+	b.Add("__name__", "DCGM_FI_DEV_GPU_UTIL")
+	b.Add("cluster", "gpu-cluster-eu-west-4-prod")
+	b.Add("container", "trainer-main-container")
+	b.Add("gpu", strconv.Itoa(i%8))
+	b.Add("gpu_uuid", fmt.Sprintf("GPU-%08x-4e1f-9c2a-7b3d-%012x", i*2654435761%(1<<32), i))
+	b.Add("instance", fmt.Sprintf("10.%d.%d.%d:9400", i/65536%256, i/256%256, i%256))
+	b.Add("job", "dcgm-exporter-daemonset")
+	b.Add("model", "llama-3-70b-instruct-finetune")
+	b.Add("namespace", "ml-training-production")
+	b.Add("pod", fmt.Sprintf("trainer-job-7f9c4d5b8-worker-%06d", i/8))
+	b.Add("run_id", fmt.Sprintf("run-2026-11-30-%06d", i/64))
+	b.Add("team", "foundation-models-research")
+	b.Sort()
+	return b.Labels()
+}
+
+// BenchmarkCreateUniqueValues: Index.GetOrCreate on uniqueSeries, where most
+// postings lists hold one or a few IDs. It reports cpu-ns/op and the retained
+// heap per series (B/series):
+//
+//	go test -run '^$' -bench CreateUniqueValues -benchtime 100000x -cpu 1 ./index/
+func BenchmarkCreateUniqueValues(b *testing.B) {
+	var sb labels.ScratchBuilder
+	ix := benchIndex(b)
+	batch := make([]labels.Labels, 0, genBatch)
+	var t opTimer
+	before := heapInuse()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		b.StopTimer()
+		batch = batch[:0]
+		for j := 0; j < genBatch && done+j < b.N; j++ {
+			batch = append(batch, uniqueSeries(&sb, done+j))
+		}
+		b.StartTimer()
+		t.start()
+		for _, ls := range batch {
+			if _, _, err := ix.GetOrCreate(KindMetric, ls, 1000); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t.stop()
+		done += len(batch)
+	}
+	b.StopTimer()
+	batch = nil
+	after := heapInuse()
+	runtime.KeepAlive(ix)
+	report(b, "create_unique", false, &t)
+	b.ReportMetric(float64(int64(after)-int64(before))/float64(b.N), "B/series")
+}

@@ -113,11 +113,11 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 			if ne == nil {
 				continue
 			}
-			for v, bm := range ne.values {
+			for v, pl := range ne.values {
 				if _, ok := seen[v]; ok {
 					continue
 				}
-				if bm.IsEmpty() || (sel != nil && !bm.Intersects(sel)) {
+				if pl.empty() || (sel != nil && !pl.intersects(sel)) {
 					continue
 				}
 				seen[v] = struct{}{}

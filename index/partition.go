@@ -19,7 +19,7 @@ type nameEntry struct {
 	// adds to one bitmap instead of two. Nothing modifies all in place
 	// except the write path, which knows.
 	all    *roaring64.Bitmap
-	values map[uint32]*roaring64.Bitmap // value ref (in the name's dictionary) → streams
+	values map[uint32]postList // value ref (in the name's dictionary) → streams
 
 	// Prefix matchers (`pod=~"train-.*"`) binary-search the values sorted
 	// by string instead of testing them all. New values go to recent
@@ -33,8 +33,9 @@ type nameEntry struct {
 
 	// Write buffers (see postTail), guarded by the partition's write lock.
 	// hotRef is the value most recently added to and hotBm its bitmap
-	// (nil: none): streams of one target arrive together and share most
-	// values, so this skips the values map as well.
+	// (nil: none, or the value's postings are still a small list): streams
+	// of one target arrive together and share most values, so this skips
+	// the values map as well.
 	allTail postTail // IDs not yet in all
 	hotRef  uint32
 	hotBm   *roaring64.Bitmap
@@ -45,7 +46,7 @@ type nameEntry struct {
 }
 
 func newNameEntry() *nameEntry {
-	return &nameEntry{all: roaring64.New(), values: make(map[uint32]*roaring64.Bitmap, 1)}
+	return &nameEntry{all: roaring64.New(), values: make(map[uint32]postList, 1)}
 }
 
 // nameTable holds a partition's postings by kind, then name ref: a slice
@@ -233,13 +234,21 @@ func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 		}
 		if v := refs[i+1]; ne.hotBm == nil || ne.hotRef != v {
 			ne.hotTail.flush(ne.hotBm)
-			bm := ne.values[v]
-			if bm == nil {
-				bm = roaring64.New()
-				ne.values[v] = bm
+			ne.hotBm = nil
+			pl, ok := ne.values[v]
+			if !ok {
 				ne.recent = append(ne.recent, v)
 			}
-			ne.hotRef, ne.hotBm = v, bm
+			if pl.bm == nil {
+				// Small list: add directly, no buffering.
+				pl = pl.add(u)
+				ne.values[v] = pl
+				if pl.bm != nil { // just outgrew the slice
+					ne.hotRef, ne.hotBm = v, pl.bm
+				}
+				continue
+			}
+			ne.hotRef, ne.hotBm = v, pl.bm
 		}
 		ne.hotTail.add(ne.hotBm, u)
 	}
@@ -269,13 +278,15 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 			continue
 		}
 		ne.all.Remove(u)
-		if bm := ne.values[refs[i+1]]; bm != nil {
-			bm.Remove(u)
-			if bm.IsEmpty() {
+		if pl, ok := ne.values[refs[i+1]]; ok {
+			pl = pl.remove(u)
+			if pl.empty() {
 				delete(ne.values, refs[i+1])
-				if ne.hotBm == bm {
+				if pl.bm != nil && ne.hotBm == pl.bm {
 					ne.hotBm = nil
 				}
+			} else {
+				ne.values[refs[i+1]] = pl
 			}
 		}
 		if ne.all.IsEmpty() {
@@ -398,10 +409,12 @@ func (ix *Index) ensureLoaded(p *partition) error {
 	// the partition is cold): clip the postings to them.
 	names.each(KindAny, func(k Kind, nameRef uint32, ne *nameEntry) {
 		ne.all.And(p.all[k])
-		for v, bm := range ne.values {
-			bm.And(p.all[k])
-			if bm.IsEmpty() {
+		for v, pl := range ne.values {
+			pl = pl.and(p.all[k])
+			if pl.empty() {
 				delete(ne.values, v)
+			} else {
+				ne.values[v] = pl
 			}
 		}
 		if ne.all.IsEmpty() {
@@ -444,9 +457,9 @@ func (ix *Index) readPartitionPostings(num int64) (nameTable, error) {
 		}
 		nameRef, valueRef := ix.syms.internPair(string(k.Name), string(k.Value))
 		ne := names.getOrCreate(k.Kind, nameRef)
-		ne.values[valueRef] = bm
-		ne.recent = append(ne.recent, valueRef)
 		ne.all.Or(bm)
+		ne.values[valueRef] = postListOf(bm)
+		ne.recent = append(ne.recent, valueRef)
 	}
 	if err := it.Error(); err != nil {
 		return names, fmt.Errorf("iterate postings: %w", err)

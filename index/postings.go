@@ -263,24 +263,31 @@ func (ix *Index) subtractNonMatching(res *roaring64.Bitmap, nameRef uint32, ne *
 	if m.Type == labels.MatchNotRegexp {
 		prefix = m.Prefix()
 	}
-	visit := func(_ uint32, v string, bm *roaring64.Bitmap) {
-		if !m.Matches(v) && intersects(bm, res) {
-			res.AndNot(bm)
+	visit := func(_ uint32, v string, pl postList) {
+		if m.Matches(v) {
+			return
+		}
+		if pl.bm == nil {
+			for _, id := range pl.ids {
+				res.Remove(id)
+			}
+		} else if intersects(pl.bm, res) {
+			res.AndNot(pl.bm)
 		}
 	}
 	if prefix != "" {
 		ix.prefixValues(nameRef, ne, prefix, visit)
 		return
 	}
-	for ref, bm := range ne.values {
+	for ref, pl := range ne.values {
 		v, _ := ix.syms.value(nameRef, ref)
-		visit(ref, v, bm)
+		visit(ref, v, pl)
 	}
 }
 
 // prefixValues calls f for every value of ne that starts with prefix. The
 // partition's read lock must be held.
-func (ix *Index) prefixValues(nameRef uint32, ne *nameEntry, prefix string, f func(ref uint32, v string, bm *roaring64.Bitmap)) {
+func (ix *Index) prefixValues(nameRef uint32, ne *nameEntry, prefix string, f func(ref uint32, v string, pl postList)) {
 	val := func(ref uint32) string { v, _ := ix.syms.value(nameRef, ref); return v }
 	ne.sortMu.Lock()
 	if len(ne.recent) > 0 && len(ne.recent) >= len(ne.sorted)/sortedMergeRatio {
@@ -296,14 +303,14 @@ func (ix *Index) prefixValues(nameRef uint32, ne *nameEntry, prefix string, f fu
 		if !strings.HasPrefix(v, prefix) {
 			break
 		}
-		if bm := ne.values[sorted[i]]; bm != nil {
-			f(sorted[i], v, bm)
+		if pl, ok := ne.values[sorted[i]]; ok {
+			f(sorted[i], v, pl)
 		}
 	}
 	for _, ref := range recent {
 		if v := val(ref); strings.HasPrefix(v, prefix) {
-			if bm := ne.values[ref]; bm != nil {
-				f(ref, v, bm)
+			if pl, ok := ne.values[ref]; ok {
+				f(ref, v, pl)
 			}
 		}
 	}
@@ -316,7 +323,7 @@ const sortedMergeRatio = 8
 
 // mergeSorted returns a new slice with sorted and recent merged in string
 // order, dropping refs no longer in live and duplicates.
-func mergeSorted(sorted, recent []uint32, val func(uint32) string, live map[uint32]*roaring64.Bitmap) []uint32 {
+func mergeSorted(sorted, recent []uint32, val func(uint32) string, live map[uint32]postList) []uint32 {
 	rs := slices.Clone(recent)
 	slices.SortFunc(rs, func(a, b uint32) int { return strings.Compare(val(a), val(b)) })
 	out := make([]uint32, 0, len(sorted)+len(rs))
@@ -348,24 +355,61 @@ func mergeSorted(sorted, recent []uint32, val func(uint32) string, live map[uint
 	return out
 }
 
-// valueBitmap returns the postings of one value, nil if absent.
+// valueBitmap returns the postings of one value, nil if absent. The caller
+// must not modify the result.
 func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) *roaring64.Bitmap {
 	ref, ok := ix.syms.lookupValue(nameRef, v)
 	if !ok {
 		return nil
 	}
-	return ne.values[ref]
+	pl, ok := ne.values[ref]
+	if !ok {
+		return nil
+	}
+	return pl.bitmap()
 }
 
 // unionValues returns the union of the postings of the listed values.
 func (ix *Index) unionValues(nameRef uint32, ne *nameEntry, vals []string) *roaring64.Bitmap {
-	bms := make([]*roaring64.Bitmap, 0, len(vals))
+	var u postUnion
 	for _, v := range vals {
-		if bm := ix.valueBitmap(nameRef, ne, v); bm != nil {
-			bms = append(bms, bm)
+		if ref, ok := ix.syms.lookupValue(nameRef, v); ok {
+			if pl, ok := ne.values[ref]; ok {
+				u.add(pl)
+			}
 		}
 	}
-	return orAll(bms)
+	return u.result()
+}
+
+// postUnion collects postings lists to union: bitmaps by reference, small
+// lists' IDs into one slice, so a union over many single-ID values builds
+// one bitmap instead of one per value.
+type postUnion struct {
+	bms []*roaring64.Bitmap
+	ids []uint64
+}
+
+func (u *postUnion) add(pl postList) {
+	if pl.bm != nil {
+		u.bms = append(u.bms, pl.bm)
+		return
+	}
+	u.ids = append(u.ids, pl.ids...)
+}
+
+// result returns the union as a new bitmap the caller owns.
+func (u *postUnion) result() *roaring64.Bitmap {
+	if len(u.ids) == 0 {
+		return orAll(u.bms)
+	}
+	slices.Sort(u.ids)
+	small := roaring64.New()
+	small.AddMany(u.ids)
+	if len(u.bms) == 0 {
+		return small
+	}
+	return roaring64.FastOr(append(u.bms, small)...)
 }
 
 // orAll unions bitmaps into a new one.
@@ -389,21 +433,21 @@ func (ix *Index) scanValues(nameRef uint32, ne *nameEntry, m *labels.Matcher, wa
 	if want && m.Type == labels.MatchRegexp {
 		prefix = m.Prefix()
 	}
-	var bms []*roaring64.Bitmap
-	visit := func(ref uint32, v string, bm *roaring64.Bitmap) {
-		if m.Matches(v) == want && (cands == nil || intersects(bm, cands)) {
-			bms = append(bms, bm)
+	var u postUnion
+	visit := func(ref uint32, v string, pl postList) {
+		if m.Matches(v) == want && (cands == nil || pl.intersects(cands)) {
+			u.add(pl)
 		}
 	}
 	if prefix != "" {
 		ix.prefixValues(nameRef, ne, prefix, visit)
-		return orAll(bms)
+		return u.result()
 	}
-	for ref, bm := range ne.values {
+	for ref, pl := range ne.values {
 		v, _ := ix.syms.value(nameRef, ref)
-		visit(ref, v, bm)
+		visit(ref, v, pl)
 	}
-	return orAll(bms)
+	return u.result()
 }
 
 // filterCandidates returns the candidates whose value for m.Name matches m;

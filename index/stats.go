@@ -63,9 +63,9 @@ func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN in
 				alls = append(alls, p.all[k])
 			}
 			p.names.each(k, func(_ Kind, nameRef uint32, ne *nameEntry) {
-				for v, bm := range ne.values {
+				for v, pl := range ne.values {
 					pr := pair{nameRef, v}
-					pairs[pr] = append(pairs[pr], bm)
+					pairs[pr] = append(pairs[pr], pl.bitmap())
 				}
 			})
 		}

@@ -12,8 +12,8 @@ import (
 // after the others were deleted, like a record page (records.go).
 const encArenaSize = 4096
 
-// encArena hands out immutable copies of compact label sets packed into
-// shared blocks. strings.Builder only ever appends, so a string taken from
+// encArena hands out immutable copies of compact label sets (and of
+// interned symbol strings, see symbols.strs) packed into shared blocks. strings.Builder only ever appends, so a string taken from
 // it stays valid while the builder grows or is replaced. Safe for concurrent
 // use.
 type encArena struct {
@@ -27,13 +27,32 @@ func (a *encArena) copyOf(enc []byte) string {
 		return string(enc) // large sets get their own allocation
 	}
 	a.mu.Lock()
-	if a.b.Cap()-a.b.Len() < len(enc) {
-		a.b = strings.Builder{}
-		a.b.Grow(encArenaSize)
-	}
+	a.reserveLocked(len(enc))
 	start := a.b.Len()
 	a.b.Write(enc)
 	s := a.b.String()[start:]
 	a.mu.Unlock()
 	return s
+}
+
+// copyString returns a copy of s, usually carved from the current block.
+func (a *encArena) copyString(s string) string {
+	if len(s) > encArenaSize/16 {
+		return strings.Clone(s) // long strings get their own allocation
+	}
+	a.mu.Lock()
+	a.reserveLocked(len(s))
+	start := a.b.Len()
+	a.b.WriteString(s)
+	c := a.b.String()[start:]
+	a.mu.Unlock()
+	return c
+}
+
+// reserveLocked starts a new block unless n bytes fit in the current one.
+func (a *encArena) reserveLocked(n int) {
+	if a.b.Cap()-a.b.Len() < n {
+		a.b = strings.Builder{}
+		a.b.Grow(encArenaSize)
+	}
 }

@@ -35,6 +35,9 @@ type symbols struct {
 	// streams of one source share their label names, so comparing names
 	// with it replaces a map probe per label. Immutable once stored.
 	schema atomic.Pointer[nameSchema]
+	// strs holds the interned values, packed into shared blocks: a value
+	// is never removed, so a block is never kept alive by a dead one.
+	strs encArena
 }
 
 // nameSchema is a label-name sequence and its name refs.
@@ -121,7 +124,7 @@ func (s *symbols) internPair(name, value string) (uint32, uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.internNameLocked(name)
-	return s.names[d.name], d.internLocked(value)
+	return s.names[d.name], d.internLocked(&s.strs, value)
 }
 
 // internLabels appends to refs the name and value references of every label
@@ -175,11 +178,27 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	s.mu.Lock()
 	ls.Range(func(l labels.Label) {
 		d := s.internNameLocked(l.Name)
-		refs = append(refs, s.names[d.name], d.internLocked(l.Value))
+		refs = append(refs, s.names[d.name], d.internLocked(&s.strs, l.Value))
 	})
 	s.mu.Unlock()
-	s.storeSchema(refs[start:])
+	if !sameSchema(sc, refs[start:]) {
+		s.storeSchema(refs[start:])
+	}
 	return refs
+}
+
+// sameSchema reports whether sc holds the name refs of pairs (name ref,
+// value ref): a stream with new values but known names keeps the schema.
+func sameSchema(sc *nameSchema, pairs []uint32) bool {
+	if sc == nil || len(sc.refs) != len(pairs)/2 {
+		return false
+	}
+	for i, r := range sc.refs {
+		if pairs[2*i] != r {
+			return false
+		}
+	}
+	return true
 }
 
 // storeSchema caches the name sequence of pairs (name ref, value ref).
@@ -211,14 +230,16 @@ func (s *symbols) internNameLocked(name string) *valueDict {
 	return d
 }
 
-// internLocked returns the reference of value, adding it; symbols.mu must be
-// held for writing.
-func (d *valueDict) internLocked(value string) uint32 {
+// internLocked returns the reference of value, adding it (copied into a);
+// symbols.mu must be held for writing.
+func (d *valueDict) internLocked(a *encArena, value string) uint32 {
 	if r, ok := d.values[value]; ok {
 		d.hot.Store(r + 1)
 		return r
 	}
-	value = strings.Clone(value)
+	// Copy: value often aliases a whole label set or a request buffer,
+	// which the symbol table must not keep alive.
+	value = a.copyString(value)
 	r := d.n.Load()
 	pages := *d.pages.Load()
 	if int(r>>symPageBits) >= len(pages) {

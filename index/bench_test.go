@@ -584,3 +584,54 @@ func BenchmarkCreateUniqueValues(b *testing.B) {
 	report(b, "create_unique", false, &t)
 	b.ReportMetric(float64(int64(after)-int64(before))/float64(b.N), "B/series")
 }
+
+// BenchmarkPostingsUniqueValues: matchers over labels whose values are mostly
+// carried by one or a few streams (uniqueSeries), the read side of
+// BenchmarkCreateUniqueValues:
+//
+//	go test -run '^$' -bench PostingsUniqueValues -benchtime 50x -cpu 1 ./index/
+func BenchmarkPostingsUniqueValues(b *testing.B) {
+	const n = 100_000
+	var sb labels.ScratchBuilder
+	ix := benchIndex(b)
+	for i := 0; i < n; i++ {
+		if _, _, err := ix.GetOrCreate(KindMetric, uniqueSeries(&sb, i), 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		ms   []*labels.Matcher
+	}{
+		{"instance=x", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "instance", "10.0.1.7:9400")}},
+		{"instance=~prefix", []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "instance", "10.1.2.*")}},
+		{"pod=~set", []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "pod", "trainer-job-7f9c4d5b8-worker-00000[0-9]")}},
+		{"gpu_uuid=~scan", []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "gpu_uuid", ".*-0000000000[0-9]{2}")}},
+		{"run_id=x,instance!=y", []*labels.Matcher{
+			labels.MustNewMatcher(labels.MatchEqual, "run_id", "run-2026-11-30-000100"),
+			labels.MustNewMatcher(labels.MatchNotEqual, "instance", "10.0.25.1:9400"),
+		}},
+	}
+	ctx := context.Background()
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			var t opTimer
+			count := 0
+			b.ReportAllocs()
+			t.start()
+			for i := 0; i < b.N; i++ {
+				bm, err := ix.Postings(ctx, KindMetric, 0, 2000, tc.ms...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				count = int(bm.GetCardinality())
+			}
+			t.stop()
+			if count == 0 {
+				b.Fatal("no series matched")
+			}
+			b.ReportMetric(float64(count), "series")
+			report(b, "postings_unique", false, &t)
+		})
+	}
+}

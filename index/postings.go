@@ -209,7 +209,8 @@ func regexString(m *labels.Matcher) string {
 func (ix *Index) matchingFast(nameRef uint32, ne *nameEntry, m *labels.Matcher) (bm *roaring64.Bitmap, owned, deferred bool) {
 	switch m.Type {
 	case labels.MatchEqual:
-		return ix.valueBitmap(nameRef, ne, m.Value), false, false
+		bm, owned := ix.valueBitmap(nameRef, ne, m.Value)
+		return bm, owned, false
 	case labels.MatchNotEqual: // != "" : has the label
 		return ne.all, false, false
 	case labels.MatchRegexp:
@@ -237,7 +238,8 @@ func (ix *Index) nonMatchingFast(nameRef uint32, ne *nameEntry, m *labels.Matche
 	case labels.MatchEqual: // = "" : has no such label
 		return ne.all, false
 	case labels.MatchNotEqual: // != "x"
-		return ix.valueBitmap(nameRef, ne, m.Value), false
+		bm, _ := ix.valueBitmap(nameRef, ne, m.Value)
+		return bm, false
 	case labels.MatchNotRegexp: // the regexp does not match "": subtract values it matches
 		if regexString(m) == ".+" {
 			return ne.all, false
@@ -355,18 +357,19 @@ func mergeSorted(sorted, recent []uint32, val func(uint32) string, live map[uint
 	return out
 }
 
-// valueBitmap returns the postings of one value, nil if absent. The caller
-// must not modify the result.
-func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) *roaring64.Bitmap {
+// valueBitmap returns the postings of one value, nil if absent, and whether
+// the caller owns the result (a bitmap built from a small list) or must not
+// modify it (the partition's own bitmap).
+func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) (*roaring64.Bitmap, bool) {
 	ref, ok := ix.syms.lookupValue(nameRef, v)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	pl, ok := ne.values[ref]
 	if !ok {
-		return nil
+		return nil, false
 	}
-	return pl.bitmap()
+	return pl.bitmap(), pl.bm == nil
 }
 
 // unionValues returns the union of the postings of the listed values.

@@ -237,18 +237,20 @@ func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 			ne.hotBm = nil
 			pl, ok := ne.values[v]
 			if !ok {
+				ne.values[v] = postList{one: u}
 				ne.recent = append(ne.recent, v)
+				continue
 			}
-			if pl.bm == nil {
+			if pl.big() == nil {
 				// Small list: add directly, no buffering.
 				pl = pl.add(u)
 				ne.values[v] = pl
-				if pl.bm != nil { // just outgrew the slice
-					ne.hotRef, ne.hotBm = v, pl.bm
+				if bm := pl.big(); bm != nil { // just outgrew the slice
+					ne.hotRef, ne.hotBm = v, bm
 				}
 				continue
 			}
-			ne.hotRef, ne.hotBm = v, pl.bm
+			ne.hotRef, ne.hotBm = v, pl.big()
 		}
 		ne.hotTail.add(ne.hotBm, u)
 	}
@@ -282,7 +284,7 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 			pl = pl.remove(u)
 			if pl.empty() {
 				delete(ne.values, refs[i+1])
-				if pl.bm != nil && ne.hotBm == pl.bm {
+				if bm := pl.big(); bm != nil && ne.hotBm == bm {
 					ne.hotBm = nil
 				}
 			} else {

@@ -269,13 +269,7 @@ func (ix *Index) subtractNonMatching(res *roaring64.Bitmap, nameRef uint32, ne *
 		if m.Matches(v) {
 			return
 		}
-		if pl.bm == nil {
-			for _, id := range pl.ids {
-				res.Remove(id)
-			}
-		} else if intersects(pl.bm, res) {
-			res.AndNot(pl.bm)
-		}
+		pl.removeFrom(res)
 	}
 	if prefix != "" {
 		ix.prefixValues(nameRef, ne, prefix, visit)
@@ -369,7 +363,7 @@ func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) (*roaring6
 	if !ok {
 		return nil, false
 	}
-	return pl.bitmap(), pl.bm == nil
+	return pl.bitmap(), pl.big() == nil
 }
 
 // unionValues returns the union of the postings of the listed values.
@@ -394,11 +388,11 @@ type postUnion struct {
 }
 
 func (u *postUnion) add(pl postList) {
-	if pl.bm != nil {
-		u.bms = append(u.bms, pl.bm)
+	if bm := pl.big(); bm != nil {
+		u.bms = append(u.bms, bm)
 		return
 	}
-	u.ids = append(u.ids, pl.ids...)
+	u.ids = pl.appendIDs(u.ids)
 }
 
 // result returns the union as a new bitmap the caller owns.

@@ -1,45 +1,22 @@
 package storage
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/weftdb/weft/internal/importlint"
 )
 
 // TestImportLint keeps storage free of transport and upper-layer packages:
 // neither storage nor any weft package it depends on (index, chunkenc,
 // internal/...) may import net/http, gRPC, or weft's api, web, ingest or
-// query packages. Third-party dependencies are out of scope: Pebble's error
-// library links net/http for crash reporting, which storage never calls.
+// query packages.
 func TestImportLint(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	forbidden := []string{
+	importlint.Check(t,
 		"net/http",
 		"google.golang.org/grpc",
 		"github.com/weftdb/weft/api",
 		"github.com/weftdb/weft/web",
 		"github.com/weftdb/weft/ingest",
 		"github.com/weftdb/weft/query",
-	}
-	checked := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || !strings.HasPrefix(fields[0], "github.com/weftdb/weft/") {
-			continue
-		}
-		checked++
-		for _, imp := range fields[1:] {
-			for _, f := range forbidden {
-				if imp == f || strings.HasPrefix(imp, f+"/") {
-					t.Errorf("%s imports %s", fields[0], imp)
-				}
-			}
-		}
-	}
-	if checked < 3 {
-		t.Fatalf("checked only %d weft packages; go list output changed?", checked)
-	}
+	)
 }

@@ -37,9 +37,12 @@ const (
 )
 
 // DefaultRemoteWriteMaxConcurrency is how many requests are decoded and
-// appended at once: decoding is CPU-bound and appends wait on WAL group
-// commits, so a few per core keep both busy without queueing memory.
-func DefaultRemoteWriteMaxConcurrency() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
+// appended at once. A single Prometheus sends on up to 50 shards by default,
+// and appends mostly wait on WAL group commits (more of them in flight share
+// each fsync), so the limit is well above the core count; memory is bounded
+// by MaxInFlightBytes, not by this. (With 4 per core, 16 concurrent senders
+// on 2 cores got 429s during a burst of new series in weft-bench.)
+func DefaultRemoteWriteMaxConcurrency() int { return max(64, 8*runtime.GOMAXPROCS(0)) }
 
 // RemoteWriteOptions configures NewRemoteWriteHandler. Zero numeric fields
 // take the defaults of DefaultRemoteWriteOptions.

@@ -211,6 +211,23 @@ func lokiDuration(v string) (time.Duration, error) {
 }
 
 // rangeParams are start and end of a range request (ns).
+// rangeAndSelector parses the time range (lookback when start is missing)
+// and the optional stream selector in "query" that the label, series and
+// stats endpoints share. It answers a bad parameter itself and returns ok
+// false.
+func (a *lokiAPI) rangeAndSelector(w http.ResponseWriter, r *http.Request, lookback time.Duration) (start, end int64, ms []*labels.Matcher, ok bool) {
+	start, end, err := a.rangeParams(r, lookback)
+	if err != nil {
+		a.badRequest(w, err)
+		return 0, 0, nil, false
+	}
+	if ms, err = selectorMatchers(r.FormValue("query")); err != nil {
+		a.queryError(w, r, err)
+		return 0, 0, nil, false
+	}
+	return start, end, ms, true
+}
+
 func (a *lokiAPI) rangeParams(r *http.Request, lookback time.Duration) (start, end int64, err error) {
 	now := a.now().UnixNano()
 	if end, err = lokiTime(r.FormValue("end"), now); err != nil {

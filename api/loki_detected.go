@@ -152,14 +152,8 @@ func (a *lokiAPI) detectedFieldValues(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *lokiAPI) detectedLabels(w http.ResponseWriter, r *http.Request) {
-	start, end, err := a.rangeParams(r, a.opts.DefaultLookback)
-	if err != nil {
-		a.badRequest(w, err)
-		return
-	}
-	ms, err := selectorMatchers(r.FormValue("query"))
-	if err != nil {
-		a.queryError(w, r, err)
+	start, end, ms, ok := a.rangeAndSelector(w, r, a.opts.DefaultLookback)
+	if !ok {
 		return
 	}
 	ss, err := a.store.Series(r.Context(), start, end+1, ms...)

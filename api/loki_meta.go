@@ -19,14 +19,8 @@ import (
 const labelsLookback = 6 * time.Hour
 
 func (a *lokiAPI) labelNames(w http.ResponseWriter, r *http.Request) {
-	start, end, err := a.rangeParams(r, labelsLookback)
-	if err != nil {
-		a.badRequest(w, err)
-		return
-	}
-	ms, err := selectorMatchers(r.FormValue("query"))
-	if err != nil {
-		a.queryError(w, r, err)
+	start, end, ms, ok := a.rangeAndSelector(w, r, labelsLookback)
+	if !ok {
 		return
 	}
 	names, err := a.store.LabelNames(r.Context(), start, end+1, ms...)
@@ -38,14 +32,8 @@ func (a *lokiAPI) labelNames(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *lokiAPI) labelValues(w http.ResponseWriter, r *http.Request) {
-	start, end, err := a.rangeParams(r, labelsLookback)
-	if err != nil {
-		a.badRequest(w, err)
-		return
-	}
-	ms, err := selectorMatchers(r.FormValue("query"))
-	if err != nil {
-		a.queryError(w, r, err)
+	start, end, ms, ok := a.rangeAndSelector(w, r, labelsLookback)
+	if !ok {
 		return
 	}
 	vals, err := a.store.LabelValues(r.Context(), r.PathValue("name"), start, end+1, ms...)
@@ -102,14 +90,8 @@ func (a *lokiAPI) series(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *lokiAPI) indexStats(w http.ResponseWriter, r *http.Request) {
-	start, end, err := a.rangeParams(r, a.opts.DefaultLookback)
-	if err != nil {
-		a.badRequest(w, err)
-		return
-	}
-	ms, err := selectorMatchers(r.FormValue("query"))
-	if err != nil {
-		a.queryError(w, r, err)
+	start, end, ms, ok := a.rangeAndSelector(w, r, a.opts.DefaultLookback)
+	if !ok {
 		return
 	}
 	st, err := a.store.Stats(r.Context(), start, end+1, ms...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,7 +16,9 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	jsoniter "github.com/json-iterator/go"
 	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/util/jsonutil"
 	"go.uber.org/goleak"
 )
 
@@ -199,8 +202,27 @@ func TestStartFailsOnBusyAddress(t *testing.T) {
 	}
 }
 
-// fmtSeconds formats t as Prometheus' JSON does: seconds with up to three
-// decimals, trailing zeros dropped.
+// fmtSeconds formats t as Prometheus' JSON writes a sample timestamp.
 func fmtSeconds(t time.Time) string {
-	return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64)
+	// As Prometheus writes sample timestamps (jsonutil.MarshalTimestamp):
+	// milliseconds as three digits, trailing zeros kept, none when zero.
+	ms := t.UnixMilli()
+	if ms%1000 == 0 {
+		return strconv.FormatInt(ms/1000, 10)
+	}
+	return fmt.Sprintf("%d.%03d", ms/1000, ms%1000)
+}
+
+// TestFmtSeconds pins the helper to Prometheus' own timestamp encoding, so
+// that the exact-JSON assertions above hold whatever the current millisecond.
+func TestFmtSeconds(t *testing.T) {
+	for _, ms := range []int64{1_700_000_000_000, 1_700_000_000_950, 1_700_000_000_005, 1_700_000_000_050, 1_700_000_000_123} {
+		stream := jsoniter.ConfigDefault.BorrowStream(nil)
+		jsonutil.MarshalTimestamp(ms, stream)
+		want := string(stream.Buffer())
+		jsoniter.ConfigDefault.ReturnStream(stream)
+		if got := fmtSeconds(time.UnixMilli(ms)); got != want {
+			t.Errorf("fmtSeconds(%d) = %s, Prometheus writes %s", ms, got, want)
+		}
+	}
 }

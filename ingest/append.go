@@ -426,6 +426,11 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 		return labels.EmptyLabels(), ReasonTooManyLabels, fmt.Sprintf("series %s has %d labels, more than the limit of %d",
 			b.metricNameOf(sp), n, b.d.opts.MaxLabelsPerSeries)
 	}
+	if ls, ok := b.encodeLabels(sp); ok {
+		return ls, ReasonInvalidLabels, ""
+	}
+	// The general path: out-of-order names, invalid strings, a missing
+	// name; it sorts what can be sorted and names the problem.
 	b.sb.Reset()
 	st := labelState{noName: true}
 	if b.proto == ProtoV2 {
@@ -435,11 +440,19 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 			if int(nr) >= nsyms || int(vr) >= nsyms {
 				return labels.EmptyLabels(), ReasonInvalidLabels, fmt.Sprintf("label references %d=%d outside of symbols table (size %d)", nr, vr, nsyms)
 			}
-			st.addChecked(&b.sb, b.sym(nr), b.sym(vr), b.symValid(nr), b.symValid(vr))
+			name, value := b.sym(nr), b.sym(vr)
+			if detail := tooLong(name, value); detail != "" {
+				return labels.EmptyLabels(), ReasonInvalidLabels, detail
+			}
+			st.addChecked(&b.sb, name, value, b.symValid(nr), b.symValid(vr))
 		}
 	} else {
 		for _, p := range b.pairs[sp.lo:sp.hi] {
-			st.add(&b.sb, b.str(p.name), b.str(p.value))
+			name, value := b.str(p.name), b.str(p.value)
+			if detail := tooLong(name, value); detail != "" {
+				return labels.EmptyLabels(), ReasonInvalidLabels, detail
+			}
+			st.add(&b.sb, name, value)
 		}
 	}
 	ls, detail := st.finish(&b.sb)
@@ -450,6 +463,42 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 		detail = "missing metric name (__name__) in series " + ls.String()
 	}
 	return ls, ReasonInvalidLabels, detail
+}
+
+// encodeLabels builds the labels of a series in the common case (see
+// labelEncoder); false sends the caller to the general path.
+func (b *Batch) encodeLabels(sp span) (labels.Labels, bool) {
+	var e labelEncoder
+	buf := b.leBuf[:0]
+	if b.proto == ProtoV2 {
+		refs, nsyms, allValid := b.refs[sp.lo:sp.hi], uint32(len(b.symbols)), b.allSymbolsValid()
+		for i := 0; i < len(refs) && !e.failed; i += 2 {
+			nr, vr := refs[i], refs[i+1]
+			if nr >= nsyms || vr >= nsyms || (!allValid && (!b.symValid(nr) || !b.symValid(vr))) {
+				e.failed = true
+				break
+			}
+			buf = e.add(buf, b.sym(nr), b.sym(vr))
+		}
+	} else {
+		for _, p := range b.pairs[sp.lo:sp.hi] {
+			buf = e.add(buf, b.str(p.name), b.str(p.value))
+		}
+	}
+	ls, ok := e.finish(buf, b.proto != ProtoV2)
+	b.leBuf = buf
+	return ls, ok
+}
+
+// tooLong describes a label name or value too long for a label set.
+func tooLong(name, value string) string {
+	switch {
+	case len(name) > maxLabelBytes:
+		return fmt.Sprintf("label name of %d bytes is longer than the limit of %d", len(name), maxLabelBytes)
+	case len(value) > maxLabelBytes:
+		return fmt.Sprintf("value of label %q is %d bytes, longer than the limit of %d", name, len(value), maxLabelBytes)
+	}
+	return ""
 }
 
 // metricNameOf describes an oversized series by its metric name only.

@@ -52,10 +52,13 @@ type Batch struct {
 	// Reused scratch.
 	hs        histScratch
 	sb        labels.ScratchBuilder
+	leBuf     []byte // labelEncoder's buffer, kept between series
 	exBuf     []exemplar.Exemplar
 	symClones []string // lazily cloned symbols for metadata, "" = not yet
 	symState  []uint8  // per symbol: 0 not checked, symValidUTF8, symInvalidUTF8
-	rej       rejections
+	// symsChecked is 0 until allSymbolsValid ran, then whether all are valid.
+	symsChecked uint8
+	rej         rejections
 }
 
 // Decode parses buf as a p message. On error (wrapping ErrMalformed) nothing
@@ -103,6 +106,7 @@ func (b *Batch) Release() {
 	b.series, b.symbols, b.refs, b.exRefs = b.series[:0], b.symbols[:0], b.refs[:0], b.exRefs[:0]
 	b.pairs, b.exPairs, b.samples, b.hists = b.pairs[:0], b.exPairs[:0], b.samples[:0], b.hists[:0]
 	b.exemplars, b.exBuf, b.symClones, b.symState = b.exemplars[:0], b.exBuf[:0], b.symClones[:0], b.symState[:0]
+	b.symsChecked = 0
 	b.rej.reset()
 	if b.arenaBytes() > maxPooledBatchBytes {
 		return
@@ -154,6 +158,21 @@ func (b *Batch) symValid(i uint32) bool {
 		b.symState[i] = symValidUTF8
 	}
 	return ok
+}
+
+// allSymbolsValid reports whether every symbol of the request is valid
+// UTF-8, checking them all at its first call: the usual answer, yes, then
+// spares a check per label reference.
+func (b *Batch) allSymbolsValid() bool {
+	if b.symsChecked == 0 {
+		b.symsChecked = symValidUTF8
+		for i := range b.symbols {
+			if !b.symValid(uint32(i)) {
+				b.symsChecked = symInvalidUTF8
+			}
+		}
+	}
+	return b.symsChecked == symValidUTF8
 }
 
 // rejections collects the client errors of one Append.

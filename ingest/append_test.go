@@ -300,3 +300,26 @@ func TestFamilyName(t *testing.T) {
 		}
 	}
 }
+
+// A label value too long for Prometheus' label encoding (16 MiB) is a
+// client error naming the label, whichever path builds the labels, and the
+// other series of the request are stored.
+func TestAppendRejectsOverlongLabel(t *testing.T) {
+	t0 := testNow.UnixMilli()
+	huge := strings.Repeat("x", maxLabelBytes+1)
+	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		{Labels: []prompb.Label{{Name: "__name__", Value: "good"}}, Samples: []prompb.Sample{{Value: 1, Timestamp: t0}}},
+		{Labels: []prompb.Label{{Name: "__name__", Value: "long"}, {Name: "a", Value: huge}}, Samples: []prompb.Sample{{Value: 1, Timestamp: t0}}},
+		{Labels: []prompb.Label{{Name: "b", Value: huge}, {Name: "__name__", Value: "long_unsorted"}}, Samples: []prompb.Sample{{Value: 1, Timestamp: t0}}},
+	}}
+	calls, res, err := decodeAppend(t, testDecoder(), ProtoV1, marshal(t, req), false)
+	if !errors.Is(err, ErrRejected) {
+		t.Fatalf("err = %v", err)
+	}
+	if res.Samples != 1 || res.Rejected[ReasonInvalidLabels] != 2 || len(calls) != 1 {
+		t.Fatalf("result %+v, %d calls", res, len(calls))
+	}
+	if !strings.Contains(err.Error(), `value of label "a" is 16777216 bytes`) || !strings.Contains(err.Error(), `value of label "b"`) {
+		t.Fatalf("error does not name the labels: %.300s", err)
+	}
+}

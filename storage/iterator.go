@@ -20,6 +20,7 @@ type source struct {
 // openSrc is a source being iterated, positioned on a valid sample.
 type openSrc struct {
 	it   chunkenc.Iterator
+	chk  chunkenc.Chunk // reused for the next source of its encoding
 	maxt int64
 	t    int64
 	vt   chunkenc.ValueType
@@ -33,7 +34,7 @@ type openSrc struct {
 // It implements chunkenc.Iterator fully and is reused through
 // Series.Iterator. Not safe for concurrent use.
 type seriesIterator struct {
-	srcs  []source // sorted by mint
+	srcs  []source // sorted by mint; never modified (shared with the series)
 	next  int
 	open  []*openSrc
 	cur   *openSrc
@@ -44,11 +45,9 @@ type seriesIterator struct {
 	free []*openSrc
 }
 
+// reset starts iterating srcs, which must be sorted by mint (sortSources).
 func (it *seriesIterator) reset(srcs []source, tombs []interval) {
-	for _, o := range it.open {
-		it.free = append(it.free, o)
-	}
-	sort.SliceStable(srcs, func(i, j int) bool { return srcs[i].mint < srcs[j].mint })
+	it.free = append(it.free, it.open...)
 	*it = seriesIterator{srcs: srcs, tombs: tombs, low: math.MinInt64, open: it.open[:0], free: it.free}
 }
 
@@ -74,13 +73,18 @@ func (it *seriesIterator) openSource(s *source) {
 		}
 		o.it = ci
 	} else if s.data != nil {
-		c, err := chunkenc.FromData(s.enc, s.data)
-		if err != nil {
-			it.err = err
-			it.free = append(it.free, o)
-			return
+		if o.chk != nil && o.chk.Encoding() == s.enc {
+			o.chk.Reset(s.data)
+		} else {
+			c, err := chunkenc.FromData(s.enc, s.data)
+			if err != nil {
+				it.err = err
+				it.free = append(it.free, o)
+				return
+			}
+			o.chk = c
 		}
-		o.it = c.Iterator(o.it)
+		o.it = o.chk.Iterator(o.it)
 	} else {
 		if si, ok := o.it.(*sliceIterator); ok {
 			si.samples, si.i = s.samples, -1

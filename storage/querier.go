@@ -2,10 +2,13 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -13,8 +16,8 @@ import (
 )
 
 // Querier returns a querier over [mint, maxt]. It sees every sample
-// committed before each Select call. Not safe for concurrent use; Close
-// releases its Pebble iterators.
+// committed before each Select call (and may see later ones). Not safe for
+// concurrent use; Close releases its Pebble iterators.
 func (db *DB) Querier(mint, maxt int64) (promstorage.Querier, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
@@ -34,15 +37,15 @@ func (db *DB) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, error) {
 type querier struct {
 	db         *DB
 	mint, maxt int64
-	readers    []*chunkReader
+	sets       []*seriesSet
 }
 
 func (q *querier) Close() error {
 	var err error
-	for _, r := range q.readers {
-		err = errors.Join(err, r.Close())
+	for _, ss := range q.sets {
+		err = errors.Join(err, ss.closeCursors())
 	}
-	q.readers = nil
+	q.sets = nil
 	return err
 }
 
@@ -68,138 +71,241 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 	return ns, nil, nil
 }
 
-// headCopy is what a query copies from a head series before reading Pebble.
-type headCopy struct {
-	id   uint64
-	lset labels.Labels
-	srcs []source
-}
-
-// Select returns the series matching ms with samples in the range. The
-// head part of every series is copied first, Pebble is read afterwards per
-// series: a chunk sealed in between shows up in both and the iterator's
-// dedupe keeps one copy, so no sample is ever missed.
-func (q *querier) Select(ctx context.Context, _ bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
-	mint, maxt := q.mint, q.maxt
+// Select returns the series matching ms with samples in the range.
+//
+// It resolves the postings only; the returned set loads the series in
+// batches of selectBatch as it is iterated: the head state of a batch is
+// copied first and Pebble is read afterwards through iterators opened after
+// the copy, so a chunk that moved from the head to Pebble in between shows up
+// in both (the series iterator keeps one copy) and is never missed.
+//
+// Series come in ascending stream ID order (the order of creation), or in
+// label order when sortSeries is set; labels are built only for series that
+// have samples in the range. With hints.Func "series" (the series API) no
+// sample data is copied: a series is returned when its head or its chunk
+// headers in Pebble overlap the range, and its Iterator loads the data.
+func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	ss := &seriesSet{q: q, ctx: ctx, mint: q.mint, maxt: q.maxt}
 	if hints != nil {
-		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
+		ss.mint, ss.maxt = max(ss.mint, hints.Start), min(ss.maxt, hints.End)
+		ss.limit = hints.Limit
+		ss.labelsOnly = hints.Func == "series"
 	}
-	ids, err := q.db.idx.Postings(ctx, mint, maxt, ms...)
+	bm, err := q.db.idx.Postings(ctx, ss.mint, ss.maxt, ms...)
 	if err != nil {
 		return promstorage.ErrSeriesSet(err)
 	}
-	entries := make([]headCopy, 0, ids.GetCardinality())
-	it := ids.Iterator()
-	for n := 0; it.HasNext(); n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return promstorage.ErrSeriesSet(err)
-			}
+	ss.ids = bm.ToArray()
+	if sortSeries {
+		if err := ss.sortByLabels(); err != nil {
+			return promstorage.ErrSeriesSet(err)
 		}
-		id := it.Next()
-		ls, ok := q.db.idx.Labels(id, nil)
-		if !ok {
-			continue
-		}
-		e := headCopy{id: id, lset: ls}
-		if s := q.db.series.get(id); s != nil {
-			s.mu.Lock()
-			e.srcs = s.copySourcesLocked(mint, maxt, nil)
-			s.mu.Unlock()
-		}
-		entries = append(entries, e)
 	}
-	sort.Slice(entries, func(i, j int) bool { return labels.Compare(entries[i].lset, entries[j].lset) < 0 })
-	r, err := q.db.newChunkReader()
-	if err != nil {
-		return promstorage.ErrSeriesSet(err)
-	}
-	q.readers = append(q.readers, r)
-	limit := 0
-	if hints != nil {
-		limit = hints.Limit
-	}
-	lo, hi := q.db.partOf(mint), q.db.partOf(maxt)
-	return &seriesSet{q: q, ctx: ctx, r: r, entries: entries, mint: mint, maxt: maxt, parts: q.db.parts.between(lo, hi), limit: limit}
+	q.sets = append(q.sets, ss)
+	return ss
 }
 
-// copySourcesLocked appends the head's sources that overlap [mint, maxt].
-// Sealed chunk data is immutable and shared; the open chunk is copied.
-func (s *memSeries) copySourcesLocked(mint, maxt int64, dst []source) []source {
-	if s.ext != nil {
-		for _, pc := range s.ext.pending {
-			if pc.maxt >= mint && pc.mint <= maxt {
-				dst = append(dst, source{mint: pc.mint, maxt: pc.maxt, enc: pc.enc, data: pc.data})
-			}
-		}
-	}
-	if s.chunk != nil && s.lastT.Load() >= mint && s.cmint <= maxt {
-		dst = append(dst, source{mint: s.cmint, maxt: s.lastT.Load(), enc: s.chunk.Encoding(), data: slices.Clone(s.chunk.Bytes())})
-	}
-	if s.ext != nil && len(s.ext.ooo) > 0 {
-		o := s.ext.ooo
-		i := sort.Search(len(o), func(i int) bool { return o[i].t >= mint })
-		j := sort.Search(len(o), func(i int) bool { return o[i].t > maxt })
-		if i < j {
-			cp := slices.Clone(o[i:j])
-			dst = append(dst, source{mint: cp[0].t, maxt: cp[len(cp)-1].t, samples: cp})
-		}
-	}
-	return dst
-}
+// selectBatch is how many series a seriesSet loads at once. The Pebble
+// iterators are reopened per batch (a view at least as new as the head
+// copies), so it trades iterator setup against the memory of one batch.
+const selectBatch = 1024
 
-// seriesSet loads Pebble chunks lazily, one series per Next.
+// seriesSet loads its series batch by batch; see querier.Select.
 type seriesSet struct {
 	q          *querier
 	ctx        context.Context
-	r          *chunkReader
-	entries    []headCopy
 	mint, maxt int64
-	parts      []int64
 	limit      int
-	i          int
-	returned   int
-	cur        *series
-	err        error
-	chunks     []*sealedChunk
+	labelsOnly bool
+
+	ids   []uint64        // the series to load, in output order
+	lsets []labels.Labels // labels of ids when sorted by labels, else nil
+	next  int             // first id of the next batch
+
+	batch   []headEntry // the loaded batch
+	bi      int         // next entry of batch
+	headSrc []source    // head sources of the batch (entries index into it)
+	cursors []chunkCursor
+	arena   []byte   // copied chunk bytes of the batch
+	out     []source // the series' sources, shared by the batch's series
+	slab    []series // the batch's series, handed out one by one
+	chunks  []source // scratch: one series' Pebble chunks
+	b       labels.ScratchBuilder
+
+	returned int
+	cur      promstorage.Series
+	err      error
+}
+
+// headEntry is one series of a batch with the range of its copied head
+// sources in seriesSet.headSrc.
+type headEntry struct {
+	id     uint64
+	lset   labels.Labels // set when sorted by labels
+	lo, hi int
+}
+
+func (ss *seriesSet) sortByLabels() error {
+	type entry struct {
+		id uint64
+		ls labels.Labels
+	}
+	es := make([]entry, 0, len(ss.ids))
+	b := labels.NewScratchBuilder(32)
+	for n, id := range ss.ids {
+		if n%1024 == 0 {
+			if err := ss.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ls, ok := ss.q.db.idx.Labels(id, &b); ok {
+			es = append(es, entry{id, ls})
+		}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return labels.Compare(a.ls, b.ls) })
+	ss.ids = ss.ids[:len(es)]
+	ss.lsets = make([]labels.Labels, len(es))
+	for i, e := range es {
+		ss.ids[i], ss.lsets[i] = e.id, e.ls
+	}
+	return nil
 }
 
 func (ss *seriesSet) Next() bool {
-	for ss.err == nil && ss.i < len(ss.entries) {
+	for ss.err == nil {
 		if ss.limit > 0 && ss.returned >= ss.limit {
-			return false
+			break
 		}
-		if ss.i%256 == 0 {
-			if err := ss.ctx.Err(); err != nil {
-				ss.err = err
-				return false
+		if ss.bi == len(ss.batch) {
+			if ss.next == len(ss.ids) {
+				break
 			}
-		}
-		e := &ss.entries[ss.i]
-		ss.i++
-		var err error
-		ss.chunks, err = ss.r.read(e.id, ss.mint, ss.maxt, ss.parts, ss.chunks[:0])
-		if err != nil {
-			ss.err = err
-			return false
-		}
-		srcs := e.srcs
-		for _, c := range ss.chunks {
-			srcs = append(srcs, source{mint: c.mint, maxt: c.maxt, enc: c.enc, data: c.data})
-		}
-		if len(srcs) == 0 {
+			ss.loadBatch()
 			continue
 		}
-		tombs := ss.q.db.tombs.get(e.id)
-		if len(tombs) > 0 && allDeleted(srcs, tombs) {
-			continue
+		e := &ss.batch[ss.bi]
+		ss.bi++
+		if s := ss.build(e); s != nil {
+			ss.cur = s
+			ss.returned++
+			return true
 		}
-		ss.cur = &series{lset: e.lset, srcs: srcs, tombs: tombs}
-		e.srcs = nil
-		ss.returned++
-		return true
+	}
+	ss.cur = nil
+	if err := ss.closeCursors(); err != nil && ss.err == nil {
+		ss.err = err
 	}
 	return false
+}
+
+// loadBatch copies the head state of the next batch of series and reopens
+// the Pebble cursors after the copy.
+func (ss *seriesSet) loadBatch() {
+	if err := ss.ctx.Err(); err != nil {
+		ss.err = err
+		return
+	}
+	db := ss.q.db
+	end := min(ss.next+selectBatch, len(ss.ids))
+	ss.batch, ss.bi, ss.headSrc = ss.batch[:0], 0, ss.headSrc[:0]
+	// The arena and the output slabs are referenced by the series handed
+	// out from earlier batches: start new ones.
+	ss.arena = nil
+	ss.out = make([]source, 0, 2*(end-ss.next))
+	ss.slab = make([]series, 0, end-ss.next)
+	for i := ss.next; i < end; i++ {
+		e := headEntry{id: ss.ids[i], lo: len(ss.headSrc)}
+		if ss.lsets != nil {
+			e.lset = ss.lsets[i]
+		}
+		if s := db.series.get(e.id); s != nil {
+			s.mu.Lock()
+			ss.headSrc, ss.arena = s.copySourcesLocked(ss.mint, ss.maxt, !ss.labelsOnly, ss.headSrc, ss.arena)
+			s.mu.Unlock()
+		}
+		e.hi = len(ss.headSrc)
+		ss.batch = append(ss.batch, e)
+	}
+	ss.next = end
+	if err := ss.closeCursors(); err != nil {
+		ss.err = err
+		return
+	}
+	// Partitions are read after the copies too: a chunk written to a new
+	// partition after them is in a partition listed here.
+	parts := db.parts.between(db.partOf(ss.mint), db.partOf(ss.maxt))
+	ss.cursors = slices.Grow(ss.cursors[:0], len(parts))[:len(parts)]
+	for i, p := range parts {
+		ss.cursors[i].reset(p)
+	}
+}
+
+// build returns the series of e, or nil when it has no samples in the range
+// (or ss.err is set).
+func (ss *seriesSet) build(e *headEntry) promstorage.Series {
+	db := ss.q.db
+	head := ss.headSrc[e.lo:e.hi]
+	tombs := db.tombs.get(e.id)
+	if ss.labelsOnly && len(head) > 0 && len(tombs) == 0 {
+		// Data in the head's range: no need to look at Pebble.
+		return ss.labelsOnlySeries(e)
+	}
+	ss.chunks = ss.chunks[:0]
+	for i := range ss.cursors {
+		var err error
+		ss.chunks, ss.arena, err = ss.cursors[i].read(db, e.id, ss.mint, ss.maxt, !ss.labelsOnly, ss.chunks, ss.arena)
+		if err != nil {
+			ss.err = err
+			return nil
+		}
+	}
+	if len(ss.chunks)+len(head) == 0 {
+		return nil
+	}
+	lo := len(ss.out)
+	ss.out = append(ss.out, ss.chunks...)
+	ss.out = append(ss.out, head...)
+	srcs := ss.out[lo:len(ss.out):len(ss.out)]
+	if len(tombs) > 0 && allDeleted(srcs, tombs) {
+		ss.out = ss.out[:lo]
+		return nil
+	}
+	if ss.labelsOnly {
+		ss.out = ss.out[:lo]
+		return ss.labelsOnlySeries(e)
+	}
+	sortSources(srcs)
+	ls, ok := ss.labelsOf(e)
+	if !ok {
+		ss.out = ss.out[:lo]
+		return nil
+	}
+	ss.slab = append(ss.slab, series{lset: ls, srcs: srcs, tombs: tombs})
+	return &ss.slab[len(ss.slab)-1]
+}
+
+func (ss *seriesSet) labelsOf(e *headEntry) (labels.Labels, bool) {
+	if ss.lsets != nil {
+		return e.lset, true
+	}
+	return ss.q.db.idx.Labels(e.id, &ss.b)
+}
+
+func (ss *seriesSet) labelsOnlySeries(e *headEntry) promstorage.Series {
+	ls, ok := ss.labelsOf(e)
+	if !ok {
+		return nil
+	}
+	return &lazySeries{lset: ls, q: ss.q, id: e.id, mint: ss.mint, maxt: ss.maxt}
+}
+
+func (ss *seriesSet) closeCursors() error {
+	var err error
+	for i := range ss.cursors {
+		err = errors.Join(err, ss.cursors[i].close())
+	}
+	ss.cursors = ss.cursors[:0]
+	return err
 }
 
 // allDeleted reports whether every source lies inside one tombstone.
@@ -223,10 +329,179 @@ func (ss *seriesSet) At() promstorage.Series            { return ss.cur }
 func (ss *seriesSet) Err() error                        { return ss.err }
 func (ss *seriesSet) Warnings() annotations.Annotations { return nil }
 
+// copySourcesLocked appends the head's sources that overlap [mint, maxt].
+// Sealed chunk data is immutable and shared; the open chunk's bytes are
+// copied into arena (a fresh block when it is full: earlier blocks stay
+// referenced by the sources that point into them). Without withData only
+// the sources' time bounds are appended.
+func (s *memSeries) copySourcesLocked(mint, maxt int64, withData bool, dst []source, arena []byte) ([]source, []byte) {
+	if s.ext != nil {
+		for _, pc := range s.ext.pending {
+			if pc.maxt >= mint && pc.mint <= maxt {
+				src := source{mint: pc.mint, maxt: pc.maxt}
+				if withData {
+					src.enc, src.data = pc.enc, pc.data
+				}
+				dst = append(dst, src)
+			}
+		}
+	}
+	if s.chunk != nil && s.lastT.Load() >= mint && s.cmint <= maxt {
+		src := source{mint: s.cmint, maxt: s.lastT.Load()}
+		if withData {
+			src.enc = s.chunk.Encoding()
+			src.data, arena = arenaCopy(arena, s.chunk.Bytes())
+		}
+		dst = append(dst, src)
+	}
+	if s.ext != nil && len(s.ext.ooo) > 0 {
+		o := s.ext.ooo
+		i := sort.Search(len(o), func(i int) bool { return o[i].t >= mint })
+		j := sort.Search(len(o), func(i int) bool { return o[i].t > maxt })
+		if i < j {
+			src := source{mint: o[i].t, maxt: o[j-1].t}
+			if withData {
+				src.samples = slices.Clone(o[i:j])
+			}
+			dst = append(dst, src)
+		}
+	}
+	return dst, arena
+}
+
+// arenaBlock is the size of the blocks copied chunk bytes are packed into:
+// one allocation (without pointers, so the GC does not scan it) for a few
+// hundred series instead of one per series.
+const arenaBlock = 64 << 10
+
+// arenaCopy copies b into arena and returns the copy (capacity-limited, so
+// appending to it never writes into the arena) and the arena.
+func arenaCopy(arena, b []byte) ([]byte, []byte) {
+	if len(b) > cap(arena)-len(arena) {
+		if len(b) > arenaBlock/4 {
+			return slices.Clone(b), arena
+		}
+		arena = make([]byte, 0, arenaBlock)
+	}
+	lo := len(arena)
+	arena = append(arena, b...)
+	return arena[lo:len(arena):len(arena)], arena
+}
+
+// sortSources orders srcs by mint, keeping the order of equal ones. They
+// come almost sorted (Pebble chunks, then the head's), so insertion sort.
+func sortSources(srcs []source) {
+	for i := 1; i < len(srcs); i++ {
+		for j := i; j > 0 && srcs[j].mint < srcs[j-1].mint; j-- {
+			srcs[j], srcs[j-1] = srcs[j-1], srcs[j]
+		}
+	}
+}
+
+// chunkCursor reads the chunks of one partition for series visited mostly
+// in ascending ID order: a forward step of a few keys replaces a seek, and
+// a series without chunks there costs a key comparison. The iterator is
+// opened on first use.
+type chunkCursor struct {
+	part       int64
+	it         *pebble.Iterator
+	lower      []byte
+	upper      []byte
+	key        []byte
+	positioned bool   // it is positioned after the chunks of last (or exhausted)
+	valid      bool   // it is on a key
+	last       uint64 // the series read last
+}
+
+func (c *chunkCursor) reset(part int64) {
+	c.part, c.positioned, c.valid = part, false, false
+	c.lower = binary.BigEndian.AppendUint64(append(c.lower[:0], tagChunk), orderedInt(part))
+	c.upper = binary.BigEndian.AppendUint64(append(c.upper[:0], tagChunk), orderedInt(part)+1)
+}
+
+func (c *chunkCursor) close() error {
+	if c.it == nil {
+		return nil
+	}
+	err := c.it.Close()
+	c.it = nil
+	return err
+}
+
+// cursorSteps is how many keys a cursor steps over before it seeks instead.
+const cursorSteps = 8
+
+// read appends the chunks of id that overlap [mint, maxt] to dst, in time
+// order, their data copied into arena (only their bounds without withData).
+func (c *chunkCursor) read(db *DB, id uint64, mint, maxt int64, withData bool, dst []source, arena []byte) ([]source, []byte, error) {
+	if c.it == nil {
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: c.lower, UpperBound: c.upper})
+		if err != nil {
+			return dst, arena, fmt.Errorf("chunk iterator: %w", err)
+		}
+		c.it, c.positioned = it, false
+	}
+	found := false
+	if c.positioned && id > c.last {
+		// The iterator is on the first key after the chunks of c.last.
+		for n := 0; c.valid && n < cursorSteps; n++ {
+			if chunkKeyID(c.it.Key()) >= id {
+				found = true
+				break
+			}
+			c.valid = c.it.Next()
+		}
+		if !c.valid {
+			found = true // no more chunks in this partition
+		}
+	}
+	if !found {
+		c.key = appendChunkKey(c.key[:0], c.part, id, minInt64)
+		c.valid = c.it.SeekGE(c.key)
+	}
+	c.positioned, c.last = true, id
+	for ; c.valid; c.valid = c.it.Next() {
+		k := c.it.Key()
+		_, kid, kmint, ok := parseChunkKey(k)
+		if !ok || kid != id || kmint > maxt {
+			break
+		}
+		v, err := c.it.ValueAndErr()
+		if err != nil {
+			return dst, arena, fmt.Errorf("read chunk: %w", err)
+		}
+		ch, err := decodeChunkValue(v, kmint)
+		if err != nil {
+			return dst, arena, fmt.Errorf("chunk of series %d at %d: %w", id, kmint, err)
+		}
+		if ch.maxt < mint {
+			continue
+		}
+		src := source{mint: ch.mint, maxt: ch.maxt}
+		if withData {
+			src.enc = ch.enc
+			src.data, arena = arenaCopy(arena, ch.data)
+		}
+		dst = append(dst, src)
+	}
+	if err := c.it.Error(); err != nil {
+		return dst, arena, fmt.Errorf("chunk iterator: %w", err)
+	}
+	return dst, arena, nil
+}
+
+// chunkKeyID is the stream ID of a chunk key (0 for a malformed key).
+func chunkKeyID(k []byte) uint64 {
+	if len(k) != chunkKeyLen {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k[9:])
+}
+
 // series is one result series; Iterator may be called many times.
 type series struct {
 	lset  labels.Labels
-	srcs  []source
+	srcs  []source // sorted by mint; shared, never modified
 	tombs []interval
 }
 
@@ -237,7 +512,48 @@ func (s *series) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 	if !ok {
 		it = &seriesIterator{}
 	}
-	it.reset(slices.Clone(s.srcs), s.tombs)
+	it.reset(s.srcs, s.tombs)
+	return it
+}
+
+// lazySeries is a series of a labels-only select (the series API): its
+// samples are loaded when Iterator is called, valid until the querier is
+// closed.
+type lazySeries struct {
+	lset       labels.Labels
+	q          *querier
+	id         uint64
+	mint, maxt int64
+}
+
+func (s *lazySeries) Labels() labels.Labels { return s.lset }
+
+func (s *lazySeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
+	it, ok := reuse.(*seriesIterator)
+	if !ok {
+		it = &seriesIterator{}
+	}
+	ss := &seriesSet{q: s.q, ctx: context.Background(), mint: s.mint, maxt: s.maxt, ids: []uint64{s.id}}
+	ss.loadBatch()
+	var sr promstorage.Series
+	if ss.err == nil && len(ss.batch) == 1 {
+		ss.lsets = []labels.Labels{s.lset} // labels are known
+		ss.batch[0].lset = s.lset
+		sr = ss.build(&ss.batch[0])
+	}
+	if err := ss.closeCursors(); err != nil && ss.err == nil {
+		ss.err = err
+	}
+	switch {
+	case ss.err != nil:
+		it.reset(nil, nil)
+		it.err = ss.err
+	case sr == nil:
+		it.reset(nil, nil)
+	default:
+		full := sr.(*series)
+		it.reset(full.srcs, full.tombs)
+	}
 	return it
 }
 

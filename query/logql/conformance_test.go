@@ -114,6 +114,9 @@ func runTestFile(t *testing.T, path string) int {
 			s := src
 			t.Run(fmt.Sprintf("line%d", cmd.line), func(t *testing.T) {
 				runCmd(t, s, cmd)
+				// The same expectations through the optional Source
+				// extensions (metadata hints, timestamp blocks).
+				runCmd(t, &pushdownSource{mem: s}, cmd)
 			})
 		default:
 			t.Fatalf("%s:%d: unknown command %q", path, i+1, l)
@@ -353,7 +356,7 @@ func loadLine(src *memSource, l string) error {
 	return nil
 }
 
-func runCmd(t *testing.T, src *memSource, cmd *testCmd) {
+func runCmd(t *testing.T, src Source, cmd *testCmd) {
 	eng := NewEngine(src, DefaultEngineOptions())
 	res, err := eng.Query(context.Background(), QueryParams{
 		Query: cmd.query, Start: cmd.start, End: cmd.end, Step: cmd.step,

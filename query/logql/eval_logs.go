@@ -68,10 +68,10 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 	if limit > ev.opts.MaxEntriesLimit {
 		return nil, fmt.Errorf("%w, limit > max_entries_limit_per_query (%d > %d)", ErrLimitExceeded, limit, ev.opts.MaxEntriesLimit)
 	}
-	it, err := ev.src.Select(ctx, SelectParams{
+	it, err := ev.selectEntries(ctx, SelectParams{
 		Start: ev.selectStart(p.Start), End: p.End, Matchers: e.Matchers,
 		LineFilters: literalFilters(e.Stages), Direction: p.Direction,
-	})
+	}, e.Stages)
 	if err != nil {
 		return nil, fmt.Errorf("select logs: %w", err)
 	}

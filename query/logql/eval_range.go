@@ -2,6 +2,7 @@ package logql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -59,22 +60,25 @@ func ceilDiv(a, b int64) int64 {
 
 // addCounted adds one entry to the step windows that contain it.
 func (ev *evaluator) addCounted(s *rseries, ts int64, v float64, off, rng int64) {
-	n := int64(len(ev.steps))
+	ev.addCountedN(s, ts, 1, int64(v), off, rng)
+}
+
+// addCountedN adds n entries at ts (or at times in the same windows) whose
+// values sum to sum.
+func (ev *evaluator) addCountedN(s *rseries, ts int64, n, sum int64, off, rng int64) {
 	if s.cnt == nil {
-		s.cnt = make([]int64, n+1)
-		s.sum = make([]int64, n+1)
+		s.cnt = make([]int64, len(ev.steps)+1)
+		s.sum = make([]int64, len(ev.steps)+1)
 	}
 	// steps t with t-off-rng < ts <= t-off, i.e. ts+off <= t < ts+off+rng
-	first := ev.steps[0]
-	k0 := max(ceilDiv(ts+off-first, ev.step), 0)
-	k1 := min(ceilDiv(ts+off+rng-first, ev.step)-1, n-1)
+	k0, k1 := ev.stepSpan(ts, off, rng)
 	if k0 > k1 {
 		return
 	}
-	s.cnt[k0]++
-	s.cnt[k1+1]--
-	s.sum[k0] += int64(v)
-	s.sum[k1+1] -= int64(v)
+	s.cnt[k0] += n
+	s.cnt[k1+1] -= n
+	s.sum[k0] += sum
+	s.sum[k1+1] -= sum
 }
 
 func (s *rseries) add(t int64, v float64) {
@@ -115,10 +119,18 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 	r := e.Left
 	rng, off := int64(r.Range), int64(r.Offset)
 	first, last := ev.steps[0], ev.steps[len(ev.steps)-1]
-	it, err := ev.src.Select(ctx, SelectParams{
+	if ts, ok := ev.src.(TimestampSource); ok && timestampsOnly(e) {
+		saved := ev.stats
+		out, err := ev.extractCounts(ctx, e, ts)
+		if !errors.Is(err, errNeedEntries) {
+			return out, err
+		}
+		ev.stats = saved // the entries are counted below
+	}
+	it, err := ev.selectEntries(ctx, SelectParams{
 		Start: ev.selectStart(first - off - rng + 1), End: last - off + 1,
 		Matchers: r.Left.Matchers, LineFilters: literalFilters(r.Left.Stages), Direction: Forward,
-	})
+	}, r.Left.Stages)
 	if err != nil {
 		return nil, fmt.Errorf("select logs: %w", err)
 	}

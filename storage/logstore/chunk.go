@@ -13,18 +13,34 @@ import (
 	"github.com/weftdb/weft/storage/logentry"
 )
 
-// Chunk value layout (docs/format/logs.md):
+// A sealed chunk is two values (docs/format/logs.md):
+//
+// the header, under the chunk key (tag 'C'), small so that a scan of a
+// stream's chunks reads little:
 //
 //	version byte (chunkVersion)
-//	uvarint n, varint minT, varint maxT     header: count and time range (ns)
+//	uvarint n, varint minT, varint maxT     count and time range (ns)
 //	uvarint lineBytes                       sum of the line lengths
+//	uvarint k, k length-prefixed names      distinct structured metadata names, sorted
 //	token filter                            uvarint words, words little-endian
-//	uvarint body length, zstd frame         the columns below, compressed
+//	uvarint data length                     the length of the data value
 //
-// body: timestamps (chunkenc.AppendTimestamps), n uvarint line lengths, the
-// lines concatenated, then per entry the structured metadata (uvarint pair
-// count, length-prefixed names and values).
-const chunkVersion byte = 1
+// and the data, under the data key (tag 'D', same suffix):
+//
+//	uvarint T, T bytes                      timestamps (chunkenc.AppendTimestamps)
+//	zstd frame                              n uvarint line lengths, the lines
+//	                                        concatenated, per entry the metadata
+//
+// Timestamps stay outside the zstd frame, so that counting queries read
+// them without decompressing lines.
+//
+// Version 1 chunks (one value: the header without metadata names and data
+// length, then uvarint length and one zstd frame holding every column) are
+// still read.
+const (
+	chunkVersion   byte = 2
+	chunkVersionV1 byte = 1
+)
 
 // maxChunkBody bounds a decompressed body (a corrupt header cannot make a
 // reader allocate more); sealing writes at most a few times SealBytes.
@@ -55,40 +71,58 @@ func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
 	return zstdEnc, zstdDec
 }
 
-// chunkMeta is what a reader learns from a chunk without decompressing it.
+// chunkMeta is what a reader learns from a chunk's header.
 type chunkMeta struct {
+	version    byte
 	n          int
 	minT, maxT int64
 	lineBytes  uint64
+	// names: the encoded distinct metadata names (v2); namesKnown is false
+	// for version 1 chunks, whose names are not recorded.
+	names      []byte
+	namesKnown bool
 	filter     bloom
-	body       []byte // compressed columns
+	dataLen    uint64
+	body       []byte // version 1: the compressed columns, inline
 }
 
-// appendChunk encodes es (sorted by timestamp, non-empty) as a chunk value.
-func appendChunk(dst []byte, es []logentry.Entry) []byte {
+// itemPool recycles the filter item buffers of sealing.
+var itemPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+// encodeChunk encodes es (sorted by timestamp, non-empty) as a chunk
+// header and data value.
+func encodeChunk(es []logentry.Entry) (head, data []byte) {
 	if len(es) == 0 || len(es) > chunkenc.MaxColumnLen {
 		panic(fmt.Sprintf("BUG: chunk of %d entries", len(es)))
 	}
-	// Distinct filter items first, to size the filter: collecting, sorting
-	// and compacting the hashes is several times faster than a set.
-	items := make([]uint64, 0, len(es)*32)
-	add := func(h uint64) { items = append(items, h) }
+	bp := itemPool.Get().(*[]uint64)
+	items := (*bp)[:0]
+	var names []string
+	lineBytes := 0
 	for _, e := range es {
-		lineItems(e.Line, add)
-		metaItems(e.Metadata, add)
+		items = appendLineItems(items, e.Line)
+		items = appendMetaItems(items, e.Metadata)
+		e.Metadata.Range(func(l labels.Label) {
+			if !slices.Contains(names, l.Name) {
+				names = append(names, l.Name)
+			}
+		})
+		lineBytes += len(e.Line)
 	}
-	slices.Sort(items)
-	items = slices.Compact(items)
-	f := newBloom(len(items))
+	slices.Sort(names)
+	words := make([]uint64, bloomWords(estimateDistinct(items)))
 	for _, h := range items {
-		f.add(h)
+		addBloom(words, h)
 	}
+	*bp = items
+	itemPool.Put(bp)
 
 	ts := make([]int64, len(es))
 	for i, e := range es {
 		ts[i] = e.Timestamp
 	}
-	body := chunkenc.AppendTimestamps(nil, ts)
+	tcol := chunkenc.AppendTimestamps(nil, ts)
+	body := make([]byte, 0, lineBytes+3*len(es))
 	for _, e := range es {
 		body = binary.AppendUvarint(body, uint64(len(e.Line)))
 	}
@@ -99,28 +133,31 @@ func appendChunk(dst []byte, es []logentry.Entry) []byte {
 		body = appendLabels(body, e.Metadata)
 	}
 	enc, _ := zstdCodecs()
-	comp := enc.EncodeAll(body, nil)
+	data = binary.AppendUvarint(make([]byte, 0, len(tcol)+len(body)/4+16), uint64(len(tcol)))
+	data = append(data, tcol...)
+	data = enc.EncodeAll(body, data)
 
-	dst = append(dst, chunkVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(es)))
-	dst = binary.AppendVarint(dst, es[0].Timestamp)
-	dst = binary.AppendVarint(dst, es[len(es)-1].Timestamp)
-	lineBytes := 0
-	for _, e := range es {
-		lineBytes += len(e.Line)
+	head = append(head, chunkVersion)
+	head = binary.AppendUvarint(head, uint64(len(es)))
+	head = binary.AppendVarint(head, es[0].Timestamp)
+	head = binary.AppendVarint(head, es[len(es)-1].Timestamp)
+	head = binary.AppendUvarint(head, uint64(lineBytes))
+	head = binary.AppendUvarint(head, uint64(len(names)))
+	for _, n := range names {
+		head = appendString(head, n)
 	}
-	dst = binary.AppendUvarint(dst, uint64(lineBytes))
-	dst = appendBloom(dst, f)
-	dst = binary.AppendUvarint(dst, uint64(len(comp)))
-	return append(dst, comp...)
+	head = appendBloom(head, words)
+	head = binary.AppendUvarint(head, uint64(len(data)))
+	return head, data
 }
 
-// decodeChunkMeta reads a chunk's header and filter; body aliases src.
+// decodeChunkMeta reads a chunk header; it aliases src.
 func decodeChunkMeta(src []byte) (chunkMeta, error) {
 	var m chunkMeta
-	if len(src) == 0 || src[0] != chunkVersion {
+	if len(src) == 0 || (src[0] != chunkVersion && src[0] != chunkVersionV1) {
 		return m, fmt.Errorf("chunk version: %w", ErrCorrupt)
 	}
+	m.version = src[0]
 	src = src[1:]
 	n, src, err := readUvarint(src)
 	if err != nil || n == 0 || n > chunkenc.MaxColumnLen {
@@ -139,28 +176,129 @@ func decodeChunkMeta(src []byte) (chunkMeta, error) {
 	if m.lineBytes, src, err = readUvarint(src); err != nil {
 		return m, fmt.Errorf("chunk line bytes: %w", ErrCorrupt)
 	}
+	if m.version == chunkVersion {
+		start := src
+		cnt, rest, err := readUvarint(src)
+		if err != nil || cnt > uint64(len(rest)) {
+			return m, fmt.Errorf("chunk metadata names: %w", ErrCorrupt)
+		}
+		src = rest
+		for range cnt {
+			if _, src, err = readString(src); err != nil {
+				return m, fmt.Errorf("chunk metadata names: %w", ErrCorrupt)
+			}
+		}
+		m.names, m.namesKnown = start[:len(start)-len(src)], true
+	}
 	if m.filter, src, err = decodeBloom(src); err != nil {
 		return m, err
 	}
 	bl, src, err := readUvarint(src)
-	if err != nil || bl != uint64(len(src)) {
-		return m, fmt.Errorf("chunk body length: %w", ErrCorrupt)
+	if err != nil {
+		return m, fmt.Errorf("chunk data length: %w", ErrCorrupt)
 	}
-	m.body = src
+	if m.version == chunkVersionV1 {
+		if bl != uint64(len(src)) {
+			return m, fmt.Errorf("chunk body length: %w", ErrCorrupt)
+		}
+		m.body = src
+		return m, nil
+	}
+	if len(src) != 0 {
+		return m, fmt.Errorf("chunk header: %d trailing bytes: %w", len(src), ErrCorrupt)
+	}
+	m.dataLen = bl
 	return m, nil
 }
 
-// decodeChunkEntries decompresses m's columns and appends its entries to
-// dst. Lines and metadata are fresh strings the caller may keep.
-func decodeChunkEntries(dst []logentry.Entry, m chunkMeta) ([]logentry.Entry, error) {
-	_, dec := zstdCodecs()
-	body, err := dec.DecodeAll(m.body, nil)
-	if err != nil {
-		return dst, fmt.Errorf("decompress chunk: %w: %w", ErrCorrupt, err)
+// hasName reports whether an entry of the chunk may carry metadata name
+// (always true when the chunk does not record its names).
+func (m chunkMeta) hasName(name string) bool {
+	if !m.namesKnown {
+		return true
 	}
-	ts, body, err := chunkenc.DecodeTimestamps(nil, body)
+	_, src, _ := readUvarint(m.names)
+	for len(src) > 0 {
+		var n string
+		var err error
+		if n, src, err = readString(src); err != nil {
+			return true
+		}
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// eachName calls f with each recorded metadata name.
+func (m chunkMeta) eachName(f func(string)) {
+	_, src, _ := readUvarint(m.names)
+	for len(src) > 0 {
+		n, rest, err := readString(src)
+		if err != nil {
+			return
+		}
+		f(n)
+		src = rest
+	}
+}
+
+// splitData returns the timestamp column and the compressed rest of a
+// chunk: from data (version 2) or from the inline body, decompressed
+// (version 1; then rest is the decompressed remainder and compressed false).
+func (m chunkMeta) splitData(data []byte) (tcol, rest []byte, compressed bool, err error) {
+	if m.version == chunkVersionV1 {
+		_, dec := zstdCodecs()
+		body, err := dec.DecodeAll(m.body, nil)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("decompress chunk: %w: %w", ErrCorrupt, err)
+		}
+		return body, nil, false, nil
+	}
+	if uint64(len(data)) != m.dataLen {
+		return nil, nil, false, fmt.Errorf("chunk data length %d, header says %d: %w", len(data), m.dataLen, ErrCorrupt)
+	}
+	tl, data, err := readUvarint(data)
+	if err != nil || tl > uint64(len(data)) {
+		return nil, nil, false, fmt.Errorf("chunk timestamps length: %w", ErrCorrupt)
+	}
+	return data[:tl], data[tl:], true, nil
+}
+
+// decodeChunkTimestamps appends the chunk's timestamps to dst.
+func decodeChunkTimestamps(dst []int64, m chunkMeta, data []byte) ([]int64, error) {
+	tcol, _, _, err := m.splitData(data)
+	if err != nil {
+		return dst, err
+	}
+	out, _, err := chunkenc.DecodeTimestamps(dst, tcol)
+	if err != nil || len(out)-len(dst) != m.n {
+		return dst, fmt.Errorf("chunk timestamps: %w", ErrCorrupt)
+	}
+	return out, nil
+}
+
+// decodeChunkEntries decodes the chunk's entries from its data value (nil
+// for version 1) and appends them to dst. Lines and metadata are fresh
+// strings the caller may keep.
+func decodeChunkEntries(dst []logentry.Entry, m chunkMeta, data []byte) ([]logentry.Entry, error) {
+	tcol, rest, compressed, err := m.splitData(data)
+	if err != nil {
+		return dst, err
+	}
+	ts, body, err := chunkenc.DecodeTimestamps(nil, tcol)
 	if err != nil || len(ts) != m.n {
 		return dst, fmt.Errorf("chunk timestamps: %w", ErrCorrupt)
+	}
+	if compressed {
+		if len(body) != 0 {
+			return dst, fmt.Errorf("chunk timestamps: trailing bytes: %w", ErrCorrupt)
+		}
+		_, dec := zstdCodecs()
+		if body, err = dec.DecodeAll(rest, nil); err != nil {
+			return dst, fmt.Errorf("decompress chunk: %w: %w", ErrCorrupt, err)
+		}
 	}
 	lens := make([]uint64, m.n)
 	total := uint64(0)
@@ -180,19 +318,33 @@ func decodeChunkEntries(dst []logentry.Entry, m chunkMeta) ([]logentry.Entry, er
 	body = body[total:]
 	dst = slices.Grow(dst, m.n)
 	b := labels.NewScratchBuilder(4)
+	var prev labels.Labels
+	var prevEnc []byte
 	off := uint64(0)
 	for i := range m.n {
 		e := logentry.Entry{Timestamp: ts[i], Line: lines[off : off+lens[i]]}
 		off += lens[i]
-		if e.Metadata, body, err = decodeLabels(&b, body); err != nil {
+		// Consecutive entries often carry the same metadata: share it.
+		start := body
+		if e.Metadata, body, err = decodeLabelsSame(&b, body, prevEnc, prev); err != nil {
 			return dst, err
 		}
+		prevEnc, prev = start[:len(start)-len(body)], e.Metadata
 		dst = append(dst, e)
 	}
 	if len(body) != 0 {
 		return dst, fmt.Errorf("chunk: %d trailing bytes: %w", len(body), ErrCorrupt)
 	}
 	return dst, nil
+}
+
+// decodeLabelsSame is decodeLabels, returning prev without decoding when
+// src starts with prevEnc (prev's encoding).
+func decodeLabelsSame(b *labels.ScratchBuilder, src, prevEnc []byte, prev labels.Labels) (labels.Labels, []byte, error) {
+	if len(prevEnc) > 0 && len(src) >= len(prevEnc) && string(src[:len(prevEnc)]) == string(prevEnc) {
+		return prev, src[len(prevEnc):], nil
+	}
+	return decodeLabels(b, src)
 }
 
 // mayMatch reports whether the chunk can hold an entry passing the
@@ -209,7 +361,7 @@ func (m chunkMeta) mayMatch(fs []logentry.LineFilter) bool {
 // mayHaveMeta reports whether an entry of the chunk may carry every pair.
 func (m chunkMeta) mayHaveMeta(pairs []labels.Label) bool {
 	for _, l := range pairs {
-		if !m.filter.mayHaveMeta(l.Name, l.Value) {
+		if !m.hasName(l.Name) || !m.filter.mayHaveMeta(l.Name, l.Value) {
 			return false
 		}
 	}

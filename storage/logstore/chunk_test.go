@@ -3,6 +3,7 @@ package logstore
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,19 +20,40 @@ func TestChunkRoundTrip(t *testing.T) {
 	}
 	for name, es := range cases {
 		t.Run(name, func(t *testing.T) {
-			b := appendChunk(nil, es)
-			m, err := decodeChunkMeta(b)
+			head, data := encodeChunk(es)
+			m, err := decodeChunkMeta(head)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if m.n != len(es) || m.minT != es[0].Timestamp || m.maxT != es[len(es)-1].Timestamp {
 				t.Fatalf("meta %+v", m)
 			}
-			got, err := decodeChunkEntries(nil, m)
+			got, err := decodeChunkEntries(nil, m, data)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ts, err := decodeChunkTimestamps(nil, m, data)
+			if err != nil || len(ts) != len(es) {
+				t.Fatalf("timestamps %v: %v", ts, err)
+			}
+			var names []string
+			for _, e := range es {
+				e.Metadata.Range(func(l labels.Label) {
+					if !slices.Contains(names, l.Name) {
+						names = append(names, l.Name)
+					}
+				})
+			}
+			slices.Sort(names)
+			var gotNames []string
+			m.eachName(func(n string) { gotNames = append(gotNames, n) })
+			if !slices.Equal(gotNames, names) {
+				t.Fatalf("metadata names %q, want %q", gotNames, names)
+			}
 			for i := range es {
+				if ts[i] != es[i].Timestamp {
+					t.Fatalf("timestamp %d: %d, want %d", i, ts[i], es[i].Timestamp)
+				}
 				if got[i].Timestamp != es[i].Timestamp || got[i].Line != es[i].Line || !labels.Equal(got[i].Metadata, es[i].Metadata) {
 					t.Fatalf("entry %d: %+v, want %+v", i, got[i], es[i])
 				}
@@ -54,7 +76,8 @@ func TestFilterSound(t *testing.T) {
 		}
 		es = append(es, ent(int64(i), sb.String(), "trace_id", fmt.Sprintf("%016x", r.Uint64())))
 	}
-	m, err := decodeChunkMeta(appendChunk(nil, es))
+	head, _ := encodeChunk(es)
+	m, err := decodeChunkMeta(head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,15 +106,19 @@ func TestFilterSound(t *testing.T) {
 }
 
 func FuzzDecodeChunk(f *testing.F) {
-	f.Add(appendChunk(nil, []logentry.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")}))
-	f.Add([]byte{chunkVersion, 1, 2, 2, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeChunkMeta(b)
+	head, data := encodeChunk([]logentry.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")})
+	f.Add(head, data)
+	f.Add([]byte{chunkVersion, 1, 2, 2, 0}, []byte{})
+	f.Add([]byte{chunkVersionV1, 1, 2, 2, 0, 0, 0}, []byte{})
+	f.Fuzz(func(t *testing.T, head, data []byte) {
+		m, err := decodeChunkMeta(head)
 		if err != nil {
 			return
 		}
 		m.filter.mayContain("abcdef gh")
-		decodeChunkEntries(nil, m)
+		m.hasName("k")
+		decodeChunkTimestamps(nil, m, data)
+		decodeChunkEntries(nil, m, data)
 	})
 }
 

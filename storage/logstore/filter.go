@@ -3,6 +3,7 @@ package logstore
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
@@ -58,76 +59,129 @@ func eachWord(s string, f func(w string, start, end int)) {
 	}
 }
 
-// itemHash hashes tag, a and (metadata only) 0x00 b. Words and grams are
-// short, so they are hashed from a stack buffer in one call.
-func itemHash(tag byte, a, b string) uint64 {
-	if tag != itemMeta && len(a) < 64 {
-		var buf [64]byte
-		buf[0] = tag
-		n := copy(buf[1:], a)
-		return xxhash.Sum64(buf[:1+n])
+// mix64 is a bijective 64-bit finalizer (splitmix64's): distinct keys give
+// distinct, well-spread hashes.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// gramHash hashes a gramLen-byte window: the five bytes, the tag and the
+// length pack into one 64-bit key, so no two items share a key.
+func gramHash(g string) uint64 {
+	_ = g[gramLen-1]
+	k := uint64(g[0]) | uint64(g[1])<<8 | uint64(g[2])<<16 | uint64(g[3])<<24 | uint64(g[4])<<32
+	return mix64(k | uint64(itemGram)<<56 | gramLen<<48)
+}
+
+// wordHash hashes a word shorter than gramLen the same way.
+func wordHash(w string) uint64 {
+	var k uint64
+	for i := 0; i < len(w); i++ {
+		k |= uint64(w[i]) << (8 * i)
 	}
+	return mix64(k | uint64(itemWord)<<56 | uint64(len(w))<<48)
+}
+
+// metaHash hashes a structured metadata pair: xxhash64 of itemMeta, name,
+// 0x00, value.
+func metaHash(name, value string) uint64 {
 	var d xxhash.Digest
 	d.Reset()
-	d.Write([]byte{tag})
-	d.WriteString(a)
-	if tag == itemMeta {
-		d.Write([]byte{0})
-		d.WriteString(b)
-	}
+	d.Write([]byte{itemMeta})
+	d.WriteString(name)
+	d.Write([]byte{0})
+	d.WriteString(value)
 	return d.Sum64()
 }
 
-// lineItems calls add with the hash of every filter item of line.
-func lineItems(line string, add func(uint64)) {
-	eachWord(line, func(w string, _, _ int) {
-		if len(w) < gramLen {
-			if len(w) >= minWordLen {
-				add(itemHash(itemWord, w, ""))
+// appendLineItems appends the hash of every filter item of line.
+func appendLineItems(dst []uint64, line string) []uint64 {
+	for i := 0; i < len(line); {
+		if !isWordByte(line[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(line) && isWordByte(line[j]) {
+			j++
+		}
+		switch w := line[i:j]; {
+		case len(w) >= gramLen:
+			for k := 0; k+gramLen <= len(w); k++ {
+				dst = append(dst, gramHash(w[k:k+gramLen]))
 			}
-			return
+		case len(w) >= minWordLen:
+			dst = append(dst, wordHash(w))
 		}
-		for i := 0; i+gramLen <= len(w); i++ {
-			add(itemHash(itemGram, w[i:i+gramLen], ""))
-		}
-	})
-}
-
-func metaItems(md labels.Labels, add func(uint64)) {
-	md.Range(func(l labels.Label) { add(itemHash(itemMeta, l.Name, l.Value)) })
-}
-
-// bloom is a blocked-free classic Bloom filter with double hashing.
-type bloom struct {
-	words []uint64
-}
-
-func newBloom(items int) bloom {
-	n := (items*bitsPerItem + 63) / 64
-	if n < 1 {
-		n = 1
+		i = j
 	}
-	return bloom{words: make([]uint64, n)}
+	return dst
 }
 
-func (f bloom) add(h uint64) {
-	m := uint64(len(f.words)) * 64
+func appendMetaItems(dst []uint64, md labels.Labels) []uint64 {
+	md.Range(func(l labels.Label) { dst = append(dst, metaHash(l.Name, l.Value)) })
+	return dst
+}
+
+// estimateDistinct estimates the number of distinct values in hs (which
+// may repeat) by linear counting over a bitmap at least as large as hs: a
+// few percent off, far cheaper than sorting.
+func estimateDistinct(hs []uint64) int {
+	if len(hs) < 2 {
+		return len(hs)
+	}
+	m := uint64(1) << bits.Len64(uint64(len(hs))) // > len(hs)
+	bm := make([]uint64, m/64+1)
+	for _, h := range hs {
+		b := h >> 7 & (m - 1) // bits above those a small filter uses
+		bm[b/64] |= 1 << (b % 64)
+	}
+	set := 0
+	for _, w := range bm {
+		set += bits.OnesCount64(w)
+	}
+	zero := float64(m) - float64(set)
+	if zero < 1 {
+		zero = 1
+	}
+	return int(math.Ceil(-float64(m) * math.Log(zero/float64(m))))
+}
+
+// bloomWords returns the words a filter of items distinct items needs.
+func bloomWords(items int) int {
+	return max((items*bitsPerItem+63)/64, 1)
+}
+
+// addBloom sets the bits of h in the filter words.
+func addBloom(words []uint64, h uint64) {
+	m := uint64(len(words)) * 64
 	h1, h2 := h, h>>32|h<<32|1
 	for i := range uint64(numHashes) {
 		bit := (h1 + i*h2) % m
-		f.words[bit/64] |= 1 << (bit % 64)
+		words[bit/64] |= 1 << (bit % 64)
 	}
+}
+
+// bloom is a read-only view of a stored filter: the little-endian words as
+// bytes, so bit b is bit b%8 of byte b/8. It aliases the stored value.
+type bloom struct {
+	b []byte
 }
 
 func (f bloom) has(h uint64) bool {
-	if len(f.words) == 0 {
+	if len(f.b) == 0 {
 		return true
 	}
-	m := uint64(len(f.words)) * 64
+	m := uint64(len(f.b)) * 8
 	h1, h2 := h, h>>32|h<<32|1
 	for i := range uint64(numHashes) {
 		bit := (h1 + i*h2) % m
-		if f.words[bit/64]&(1<<(bit%64)) == 0 {
+		if f.b[bit/8]&(1<<(bit%8)) == 0 {
 			return false
 		}
 	}
@@ -137,16 +191,16 @@ func (f bloom) has(h uint64) bool {
 // fillRatio is the share of set bits (for tests and stats).
 func (f bloom) fillRatio() float64 {
 	n := 0
-	for _, w := range f.words {
-		n += bits.OnesCount64(w)
+	for _, c := range f.b {
+		n += bits.OnesCount8(c)
 	}
-	return float64(n) / float64(len(f.words)*64)
+	return float64(n) / float64(len(f.b)*8)
 }
 
 // appendBloom writes uvarint word count and the words little-endian.
-func appendBloom(dst []byte, f bloom) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(f.words)))
-	for _, w := range f.words {
+func appendBloom(dst []byte, words []uint64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(words)))
+	for _, w := range words {
 		dst = binary.LittleEndian.AppendUint64(dst, w)
 	}
 	return dst
@@ -156,16 +210,14 @@ func appendBloom(dst []byte, f bloom) []byte {
 // sealing writes.
 const maxBloomWords = 1 << 23
 
+// decodeBloom returns a view of a filter written by appendBloom and the
+// rest of src; it copies nothing.
 func decodeBloom(src []byte) (bloom, []byte, error) {
 	n, src, err := readUvarint(src)
 	if err != nil || n > maxBloomWords || n*8 > uint64(len(src)) {
 		return bloom{}, nil, fmt.Errorf("token filter: %w", ErrCorrupt)
 	}
-	f := bloom{words: make([]uint64, n)}
-	for i := range f.words {
-		f.words[i] = binary.LittleEndian.Uint64(src[i*8:])
-	}
-	return f, src[n*8:], nil
+	return bloom{b: src[: n*8 : n*8]}, src[n*8:], nil
 }
 
 // mayContain reports whether a line of the chunk may contain needle.
@@ -177,7 +229,7 @@ func (f bloom) mayContain(needle string) bool {
 		}
 		if len(w) >= gramLen {
 			for i := 0; i+gramLen <= len(w); i++ {
-				if !f.has(itemHash(itemGram, w[i:i+gramLen], "")) {
+				if !f.has(gramHash(w[i : i+gramLen])) {
 					ok = false
 					return
 				}
@@ -185,7 +237,7 @@ func (f bloom) mayContain(needle string) bool {
 			return
 		}
 		if start > 0 && end < len(needle) && len(w) >= minWordLen {
-			ok = f.has(itemHash(itemWord, w, ""))
+			ok = f.has(wordHash(w))
 		}
 	})
 	return ok
@@ -194,5 +246,5 @@ func (f bloom) mayContain(needle string) bool {
 // mayHaveMeta reports whether an entry of the chunk may carry the
 // structured metadata pair name=value.
 func (f bloom) mayHaveMeta(name, value string) bool {
-	return f.has(itemHash(itemMeta, name, value))
+	return f.has(metaHash(name, value))
 }

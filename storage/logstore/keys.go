@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -20,7 +21,8 @@ const (
 	tagStream byte = 'S' // S id → stream label set
 	tagPart   byte = 'P' // P part id → empty: the stream has chunks or recent entries in part
 	tagRecent byte = 'R' // R id seq → entries of one push, not yet sealed
-	tagChunk  byte = 'C' // C part id minT seq → sealed chunk
+	tagChunk  byte = 'C' // C part id minT seq → sealed chunk header (with the token filter)
+	tagData   byte = 'D' // D part id minT seq → the chunk's data (timestamps, compressed lines)
 	tagSeq    byte = 'N' // N → high-water mark of seq numbers used by chunks
 )
 
@@ -57,6 +59,13 @@ func chunkKey(part int64, id index.ID, minT int64, seq uint64) []byte {
 	k := chunkPrefix(part, id)
 	k = binary.BigEndian.AppendUint64(k, flip(minT))
 	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// dataKey returns the data key of the chunk with header key k.
+func dataKey(k []byte) []byte {
+	d := slices.Clone(k)
+	d[1] = tagData
+	return d
 }
 
 // tagBound returns the key range [lo, hi) of tag, optionally starting at a

@@ -124,9 +124,9 @@ func (s *Store) chunkTotals(it *iterator, sel selStream, part int64, t *Stats) e
 			t.Bytes += m.lineBytes
 			continue
 		}
-		es, err := decodeChunkEntries(nil, m)
+		es, err := it.readChunk(iter.Key(), m)
 		if err != nil {
-			return fmt.Errorf("stream totals: chunk of stream %d: %w", sel.st.id, err)
+			return fmt.Errorf("stream totals: %w", err)
 		}
 		for _, e := range es {
 			if e.Timestamp >= start && e.Timestamp < end {

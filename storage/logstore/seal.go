@@ -69,6 +69,7 @@ func (s *Store) sealStream(st *stream) error {
 	}()
 
 	slices.SortStableFunc(es, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+	es = dropDuplicates(es)
 	b := s.db.NewBatch()
 	defer b.Close()
 	for len(es) > 0 {
@@ -78,7 +79,12 @@ func (s *Store) sealStream(st *stream) error {
 			end++
 		}
 		seq := s.seq.Add(1)
-		if err := b.Set(chunkKey(part, st.id, es[0].Timestamp, seq), appendChunk(nil, es[:end]), nil); err != nil {
+		key := chunkKey(part, st.id, es[0].Timestamp, seq)
+		head, data := encodeChunk(es[:end])
+		if err := b.Set(key, head, nil); err != nil {
+			return fmt.Errorf("seal stream %d: %w", st.id, err)
+		}
+		if err := b.Set(dataKey(key), data, nil); err != nil {
 			return fmt.Errorf("seal stream %d: %w", st.id, err)
 		}
 		es = es[end:]
@@ -124,7 +130,7 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 	cut := s.partOf(t) // partitions < cut end at or before t's partition start
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, tag := range []byte{tagChunk, tagPart} {
+	for _, tag := range []byte{tagChunk, tagData, tagPart} {
 		lo, _ := tagBound(tag)
 		if err := b.DeleteRange(lo, partBound(tag, cut), nil); err != nil {
 			return fmt.Errorf("drop partitions: %w", err)
@@ -145,4 +151,38 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// dropDuplicates removes, from entries sorted by timestamp, each entry with
+// the timestamp and line of an earlier one (a client's retried push), as
+// Select would skip it: a chunk then holds no duplicates, so its header
+// count is what a query returns.
+func dropDuplicates(es []logentry.Entry) []logentry.Entry {
+	out := es[:0]
+	for i := 0; i < len(es); {
+		j := i + 1
+		for j < len(es) && es[j].Timestamp == es[i].Timestamp {
+			j++
+		}
+		if j == i+1 {
+			out = append(out, es[i])
+			i = j
+			continue
+		}
+		start := len(out)
+		for _, e := range es[i:j] {
+			dup := false
+			for _, k := range out[start:] {
+				if k.Line == e.Line {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				out = append(out, e)
+			}
+		}
+		i = j
+	}
+	return out
 }

@@ -34,8 +34,15 @@ func (s *Store) Select(ctx context.Context, p logentry.SelectParams) (logentry.I
 type Hints struct {
 	// MetadataEqual: every wanted entry carries each of these structured
 	// metadata pairs (a conjunction, e.g. from `| trace_id="abc"` outside
-	// any `or`). Chunks whose token filter lacks one are skipped.
+	// any `or`), or has a stream label of that name. Chunks of streams
+	// without such a label whose token filter lacks a pair are skipped.
 	MetadataEqual []labels.Label
+}
+
+// SelectWithMetadata is Select with Hints.MetadataEqual set to md (the
+// method query/logql's MetadataHintSource asks for).
+func (s *Store) SelectWithMetadata(ctx context.Context, p logentry.SelectParams, md []labels.Label) (logentry.Iterator, error) {
+	return s.SelectWithHints(ctx, p, Hints{MetadataEqual: md})
 }
 
 // SelectWithHints is Select with extra pushdown hints.
@@ -101,14 +108,10 @@ type iterator struct {
 
 	cur   labels.Labels
 	merge mergeHeap
-	// Lines already returned at timestamp lastT in the current stream:
-	// an entry with the same timestamp and line is a duplicate (a client
-	// retrying a push) and is returned once, as Loki does.
-	lastT     int64
-	seenLines map[string]struct{}
-	at        logentry.Entry
-	err       error
-	steps     int
+	dups  dupFilter
+	at    logentry.Entry
+	err   error
+	steps int
 
 	// ChunksRead and ChunksSkipped count chunks decoded and chunks ruled out
 	// by their token filter (for tests and stats).
@@ -139,7 +142,7 @@ func (it *iterator) Next() bool {
 		}
 		top := it.merge[0]
 		if top.pending != nil {
-			es, err := it.readChunk(top.pending)
+			es, err := it.readChunk(top.pending, top.meta)
 			if err != nil {
 				it.err = err
 				return false
@@ -164,16 +167,9 @@ func (it *iterator) Next() bool {
 		if e.Timestamp < it.p.Start || e.Timestamp >= it.p.End {
 			continue
 		}
-		if e.Timestamp != it.lastT || it.seenLines == nil {
-			clear(it.seenLines)
-			if it.seenLines == nil {
-				it.seenLines = map[string]struct{}{}
-			}
-			it.lastT = e.Timestamp
-		} else if _, dup := it.seenLines[e.Line]; dup {
+		if it.dups.seen(e.Timestamp, e.Line) {
 			continue
 		}
-		it.seenLines[e.Line] = struct{}{}
 		it.at = e
 		return true
 	}
@@ -184,7 +180,7 @@ func (it *iterator) Next() bool {
 func (it *iterator) openStream(sel selStream) error {
 	it.cur = sel.st.ls
 	it.merge = it.merge[:0]
-	clear(it.seenLines)
+	it.dups.reset()
 	if len(sel.head) > 0 {
 		it.merge = append(it.merge, &cursor{key: sel.head[0].Timestamp, entries: sel.head})
 	}
@@ -209,11 +205,12 @@ func (it *iterator) openStream(sel selStream) error {
 			if m.maxT < it.p.Start {
 				continue
 			}
-			if !m.mayMatch(it.p.LineFilters) || !m.mayHaveMeta(it.hints.MetadataEqual) {
+			if !m.mayMatch(it.p.LineFilters) || !it.mayHaveMeta(sel.st, m) {
 				it.chunksSkipped++
 				continue
 			}
-			it.merge = append(it.merge, &cursor{key: m.minT, pending: slices.Clone(iter.Key())})
+			m.names, m.filter, m.body = nil, bloom{}, nil // they alias the iterator's value
+			it.merge = append(it.merge, &cursor{key: m.minT, pending: slices.Clone(iter.Key()), meta: m})
 		}
 		if err := iter.Close(); err != nil {
 			return fmt.Errorf("select logs: %w", err)
@@ -223,22 +220,54 @@ func (it *iterator) openStream(sel selStream) error {
 	return nil
 }
 
-func (it *iterator) readChunk(key []byte) ([]logentry.Entry, error) {
-	v, closer, err := it.snap.Get(key)
+// mayHaveMeta applies the metadata hints to a chunk of st. A hint on a
+// name that is also a stream label cannot skip chunks: an entry without
+// that metadata pair has the stream label's value.
+func (it *iterator) mayHaveMeta(st *stream, m chunkMeta) bool {
+	for _, l := range it.hints.MetadataEqual {
+		if !st.ls.Has(l.Name) && !m.mayHaveMeta([]labels.Label{l}) {
+			return false
+		}
+	}
+	return true
+}
+
+// readChunk decodes the entries of the chunk with header key key.
+func (it *iterator) readChunk(key []byte, m chunkMeta) ([]logentry.Entry, error) {
+	it.chunksRead++
+	var es []logentry.Entry
+	err := it.withChunkData(key, m, func(m chunkMeta, data []byte) error {
+		var err error
+		es, err = decodeChunkEntries(nil, m, data)
+		return err
+	})
+	return es, err
+}
+
+// withChunkData calls f with the chunk's header and data value (version 1:
+// the header read again, with its inline body; data nil), valid during f.
+func (it *iterator) withChunkData(key []byte, m chunkMeta, f func(m chunkMeta, data []byte) error) error {
+	k := key
+	if m.version != chunkVersionV1 {
+		k = dataKey(key)
+	}
+	v, closer, err := it.snap.Get(k)
 	if err != nil {
-		return nil, fmt.Errorf("select logs: read chunk: %w", err)
+		return fmt.Errorf("select logs: read chunk: %w", err)
 	}
 	defer closer.Close()
-	m, err := decodeChunkMeta(v)
-	if err != nil {
-		return nil, fmt.Errorf("select logs: chunk %x: %w", key, err)
+	var data []byte
+	if m.version == chunkVersionV1 {
+		if m, err = decodeChunkMeta(v); err != nil {
+			return fmt.Errorf("select logs: chunk %x: %w", key, err)
+		}
+	} else {
+		data = v
 	}
-	it.chunksRead++
-	es, err := decodeChunkEntries(nil, m)
-	if err != nil {
-		return nil, fmt.Errorf("select logs: chunk of stream %d: %w", binary.BigEndian.Uint64(key[10:]), err)
+	if err := f(m, data); err != nil {
+		return fmt.Errorf("select logs: chunk of stream %d: %w", binary.BigEndian.Uint64(key[10:]), err)
 	}
-	return es, nil
+	return nil
 }
 
 func (it *iterator) At() (labels.Labels, logentry.Entry) { return it.cur, it.at }
@@ -259,6 +288,54 @@ type cursor struct {
 	key     int64
 	entries []logentry.Entry
 	pending []byte
+	meta    chunkMeta // of pending, without the parts aliasing the scan
+}
+
+// dupFilter finds entries with the timestamp and line of one already
+// returned for the stream: a duplicate (a client retrying a push),
+// returned once, as Loki does. Only entries at the last timestamp can be
+// duplicates, so distinct timestamps cost one comparison.
+type dupFilter struct {
+	lastT int64
+	lines []string // returned at lastT
+	set   map[string]struct{}
+	valid bool
+}
+
+func (d *dupFilter) reset() {
+	d.valid = false
+	d.lines = d.lines[:0]
+	clear(d.set)
+}
+
+// seen reports whether (t, line) was returned before, and records it if not.
+func (d *dupFilter) seen(t int64, line string) bool {
+	if !d.valid || t != d.lastT {
+		d.valid, d.lastT = true, t
+		d.lines = append(d.lines[:0], line)
+		clear(d.set)
+		return false
+	}
+	if d.set != nil && len(d.set) > 0 {
+		if _, ok := d.set[line]; ok {
+			return true
+		}
+		d.set[line] = struct{}{}
+		return false
+	}
+	if slices.Contains(d.lines, line) {
+		return true
+	}
+	d.lines = append(d.lines, line)
+	if len(d.lines) > 16 { // many lines at one timestamp: a set from here on
+		if d.set == nil {
+			d.set = map[string]struct{}{}
+		}
+		for _, l := range d.lines {
+			d.set[l] = struct{}{}
+		}
+	}
+	return false
 }
 
 type mergeHeap []*cursor

@@ -1,0 +1,134 @@
+package logstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/storage/logentry"
+)
+
+// SelectTimestamps reports exactly the timestamps Select returns, per
+// stream, with sealed, overlapping, duplicated and head entries, for ranges
+// that cut chunks.
+func TestSelectTimestampsMatchesSelect(t *testing.T) {
+	cases := []struct {
+		name    string
+		overlap bool // later pushes go back in time (chunks overlap)
+		retries bool // pushes repeated, as by a retrying client
+	}{
+		{"ordered", false, false},
+		{"retries", false, true},
+		{"overlap", true, false},
+		{"overlap_retries", true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTestDB(t, t.TempDir())
+			defer db.close(t)
+			o := testOptions()
+			o.SealEntries = 40
+			s := openTestStore(t, db, o)
+			r := rand.New(rand.NewPCG(7, 8))
+			streams := []labels.Labels{labels.FromStrings("app", "a"), labels.FromStrings("app", "b")}
+			next := []int64{1000, 1000}
+			for round := range 30 {
+				for si, ls := range streams {
+					es := make([]logentry.Entry, 1+r.IntN(25))
+					for i := range es {
+						next[si] += int64(r.IntN(3)) // equal timestamps happen
+						md := []string{"detected_level", "info"}
+						if r.IntN(4) == 0 {
+							md = append(md, "trace_id", fmt.Sprint(r.IntN(5)))
+						}
+						es[i] = ent(next[si], fmt.Sprintf("line %d", r.IntN(3)), md...)
+					}
+					if tc.overlap && round%5 == 4 {
+						for i := range es {
+							es[i].Timestamp -= 200
+						}
+					}
+					push(t, s, ls, es...)
+					if tc.retries && r.IntN(3) == 0 {
+						push(t, s, ls, es...)
+					}
+				}
+				if round%7 == 6 {
+					if err := s.Seal(context.Background(), true); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, rg := range [][2]int64{{0, 1 << 40}, {1100, 1300}, {1000, 1001}, {1234, 1500}} {
+				p := logentry.SelectParams{Start: rg[0], End: rg[1]}
+				want := map[string][]int64{}
+				for _, e := range selectAll(t, s, p) {
+					want[e.stream] = append(want[e.stream], e.Timestamp)
+				}
+				got := map[string][]int64{}
+				err := s.SelectTimestamps(context.Background(), p, func(ls labels.Labels, names []string, minT, maxT int64, n int, load func() ([]int64, error)) error {
+					ts, err := load()
+					if err != nil {
+						return err
+					}
+					if len(ts) != n || ts[0] != minT || ts[n-1] != maxT || minT < p.Start || maxT >= p.End {
+						t.Fatalf("block n=%d [%d, %d] with timestamps %v", n, minT, maxT, ts)
+					}
+					if !slices.IsSorted(ts) || !slices.IsSorted(names) || !slices.Contains(names, "detected_level") {
+						t.Fatalf("block timestamps %v names %q", ts, names)
+					}
+					got[ls.String()] = append(got[ls.String()], ts...)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := range want {
+					slices.Sort(got[k])
+					if !slices.Equal(got[k], want[k]) {
+						t.Fatalf("range %v stream %s: %d timestamps, want %d", rg, k, len(got[k]), len(want[k]))
+					}
+				}
+				if len(got) != len(want) {
+					t.Fatalf("range %v: streams %d, want %d", rg, len(got), len(want))
+				}
+			}
+		})
+	}
+}
+
+// A chunk inside the range is counted from its header: its data is not read.
+func TestSelectTimestampsHeaderOnly(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	o := testOptions()
+	o.SealEntries = 10
+	s := openTestStore(t, db, o)
+	ls := labels.FromStrings("app", "a")
+	for c := range 5 {
+		es := make([]logentry.Entry, 10)
+		for i := range es {
+			es[i] = ent(int64(c*100+i), "x")
+		}
+		push(t, s, ls, es...)
+	}
+	if err := s.Seal(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	total, blocks := 0, 0
+	err := s.SelectTimestamps(context.Background(), logentry.SelectParams{Start: 0, End: 1000}, func(_ labels.Labels, names []string, _, _ int64, n int, _ func() ([]int64, error)) error {
+		total += n
+		blocks++
+		if len(names) != 0 {
+			t.Fatalf("names %q", names)
+		}
+		return nil
+	})
+	if err != nil || total != 50 || blocks != 5 {
+		t.Fatalf("total %d in %d blocks (%v), want 50 in 5", total, blocks, err)
+	}
+}

@@ -43,6 +43,15 @@ type Pair struct{ Name, Value string }
 
 // DecodeJSON decodes a JSON push body (already gunzipped).
 func DecodeJSON(body []byte) (*Request, error) {
+	if req, ok := decodeJSONFast(body); ok {
+		return req, nil
+	}
+	return decodeJSONReflect(body)
+}
+
+// decodeJSONReflect is DecodeJSON with encoding/json: the reference for
+// every body, used for those the fast path does not take.
+func decodeJSONReflect(body []byte) (*Request, error) {
 	var raw struct {
 		Streams []struct {
 			Stream map[string]string `json:"stream"`

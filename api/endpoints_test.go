@@ -219,3 +219,15 @@ func TestExtraHandlers(t *testing.T) {
 		t.Errorf("conflicting pattern: %v", err)
 	}
 }
+
+// The Go runtime profiles are served where Prometheus serves them.
+func TestPprof(t *testing.T) {
+	srv, _ := newTestServer(t, nil)
+	code, body, _ := call(t, srv, "GET", "/debug/pprof/heap?debug=1", nil)
+	if code != 200 || !strings.Contains(string(body), "heap profile:") {
+		t.Errorf("heap profile: %d %.80q", code, body)
+	}
+	if code, body, _ := call(t, srv, "GET", "/debug/pprof/", nil); code != 200 || !strings.Contains(string(body), "goroutine") {
+		t.Errorf("index: %d %.80q", code, body)
+	}
+}

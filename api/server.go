@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,13 @@ func New(opts Options) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
 		EnableOpenMetrics: true,
 	}))
+	// Go runtime profiles (heap, CPU, goroutines), where Prometheus serves
+	// them, for `go tool pprof http://host:9338/debug/pprof/heap`.
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	for _, pattern := range slices.Sorted(maps.Keys(opts.Handlers)) {
 		if err := s.mount(pattern, instr.wrap(pattern, opts.Handlers[pattern])); err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/ingest/loki"
+	"github.com/weftdb/weft/query/logpattern"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage/logstore"
 )
@@ -32,8 +33,24 @@ type LokiOptions struct {
 	DefaultLimit int
 	// DefaultLookback is the range of queries without start. Default 1h.
 	DefaultLookback time.Duration
-	// TailInterval is how often a tail polls the store. Default 1s.
-	TailInterval time.Duration
+	// Broadcaster hands what the push handlers store to the open tail
+	// connections. Share one between this handler and the OTLP logs
+	// receiver (OTLPLogsOptions.Broadcaster) so that tail sees every line;
+	// nil makes a private one that sees Loki pushes only.
+	Broadcaster *LogBroadcaster
+	// TailMaxQueued bounds the entries waiting for one tail connection
+	// (being written, or held by delay_for); entries beyond are dropped and
+	// reported in dropped_entries instead of slowing ingest. Default 10000.
+	TailMaxQueued int
+	// TailMaxDropped bounds the dropped entries one tail message reports
+	// (labels and timestamp each); more are dropped silently. Default 1000.
+	TailMaxDropped int
+	// PatternMaxLines bounds the lines one patterns request reads.
+	// Default 100000.
+	PatternMaxLines int
+	// Patterns configures the pattern miner (per level); its MaxClusters
+	// also bounds the patterns of one answer. See logpattern.DefaultOptions.
+	Patterns logpattern.Options
 	// Version is reported by status/buildinfo. Default "weft".
 	Version string
 	// Logger receives request errors; nil is a no-op logger.
@@ -49,7 +66,10 @@ func DefaultLokiOptions() LokiOptions {
 		MaxPushBodySize: 64 << 20,
 		DefaultLimit:    100,
 		DefaultLookback: time.Hour,
-		TailInterval:    time.Second,
+		TailMaxQueued:   10000,
+		TailMaxDropped:  1000,
+		PatternMaxLines: 100000,
+		Patterns:        logpattern.DefaultOptions(),
 		Version:         "weft",
 	}
 }
@@ -72,7 +92,8 @@ var _ logql.Source = (*logstore.Store)(nil)
 // labels, patterns, tail (WebSocket), format_query, status/buildinfo under
 // /loki/api/v1/, and /ready. Mount it on "/loki/" and "/ready". Safe for
 // concurrent use; it owns no goroutines beyond those of open tail
-// connections, which end when their request context ends.
+// connections, which end when their request context ends. Lines it stores
+// are published to opts.Broadcaster after they are durable.
 func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOptions) http.Handler {
 	d := DefaultLokiOptions()
 	if opts.MaxPushBodySize <= 0 {
@@ -84,8 +105,20 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 	if opts.DefaultLookback <= 0 {
 		opts.DefaultLookback = d.DefaultLookback
 	}
-	if opts.TailInterval <= 0 {
-		opts.TailInterval = d.TailInterval
+	if opts.Broadcaster == nil {
+		opts.Broadcaster = NewLogBroadcaster()
+	}
+	if opts.TailMaxQueued <= 0 {
+		opts.TailMaxQueued = d.TailMaxQueued
+	}
+	if opts.TailMaxDropped <= 0 {
+		opts.TailMaxDropped = d.TailMaxDropped
+	}
+	if opts.PatternMaxLines <= 0 {
+		opts.PatternMaxLines = d.PatternMaxLines
+	}
+	if opts.Patterns.MaxClusters <= 0 {
+		opts.Patterns.MaxClusters = d.Patterns.MaxClusters
 	}
 	if opts.Version == "" {
 		opts.Version = d.Version
@@ -99,7 +132,7 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 	if opts.Ingest.Now == nil {
 		opts.Ingest.Now = opts.Now
 	}
-	a := &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(store, opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
+	a := &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
 	mux := http.NewServeMux()
 	const p = "/loki/api/v1/"
 	mux.HandleFunc("POST "+p+"push", a.push)
@@ -438,14 +471,4 @@ func (a *lokiAPI) buildInfo(w http.ResponseWriter, _ *http.Request) {
 	b = append(b, `,"revision":"","branch":"","buildUser":"","buildDate":"","goVersion":`...)
 	b = appendJSONString(b, runtime.Version())
 	writeJSON(w, append(b, '}'))
-}
-
-// patterns answers Loki's pattern endpoint with no patterns: weft does not
-// mine log patterns (yet).
-func (a *lokiAPI) patterns(w http.ResponseWriter, r *http.Request) {
-	if _, _, err := a.rangeParams(r, a.opts.DefaultLookback); err != nil {
-		a.badRequest(w, err)
-		return
-	}
-	writeJSON(w, []byte(`{"status":"success","data":[]}`))
 }

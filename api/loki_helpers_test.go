@@ -31,6 +31,12 @@ type lokiEnv struct {
 // database shared with an index, as cmd/weft wires it.
 func newLokiEnv(tb testing.TB) *lokiEnv {
 	tb.Helper()
+	return newLokiEnvWith(tb, nil)
+}
+
+// newLokiEnvWith is newLokiEnv with options changed by mod (if not nil).
+func newLokiEnvWith(tb testing.TB, mod func(*LokiOptions)) *lokiEnv {
+	tb.Helper()
 	db, err := pebble.Open(tb.TempDir(), &pebble.Options{Merger: index.Merger(), Logger: lokiQuietLogger{}})
 	if err != nil {
 		tb.Fatal(err)
@@ -49,7 +55,9 @@ func newLokiEnv(tb testing.TB) *lokiEnv {
 	eng := logql.NewEngine(store, logql.EngineOptions{})
 	o := DefaultLokiOptions()
 	o.Now = func() time.Time { return lokiNow }
-	o.TailInterval = 20 * time.Millisecond
+	if mod != nil {
+		mod(&o)
+	}
 	srv := httptest.NewServer(NewLokiHandler(store, eng, o))
 	tb.Cleanup(func() {
 		srv.Close()

@@ -34,6 +34,10 @@ type OTLPLogsOptions struct {
 	RetryAfter time.Duration
 	// Logger receives storage failures; nil discards them.
 	Logger *slog.Logger
+	// Broadcaster, if set, receives the records after they are stored,
+	// for the Loki tail endpoint; pass the one in LokiOptions.Broadcaster.
+	// It must be set before NewOTLPLogsIngester is called.
+	Broadcaster *LogBroadcaster
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -46,11 +50,15 @@ func DefaultOTLPLogsOptions() OTLPLogsOptions {
 }
 
 // NewOTLPLogsIngester validates opts and builds the Ingester writing to p
-// (the log store); wiring code calls it once, fails start-up on an error,
-// and puts the result in OTLPLogsOptions.Ingester.
+// (the log store) and publishing what it stored to opts.Broadcaster; wiring
+// code calls it once, fails start-up on an error, and puts the result in
+// OTLPLogsOptions.Ingester.
 func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingester, error) {
 	if opts.Ingester != nil {
 		return opts.Ingester, nil
+	}
+	if opts.Broadcaster != nil {
+		p = opts.Broadcaster.Pusher(p)
 	}
 	ing, err := otlplogs.New(p, opts.Ingest)
 	if err != nil {

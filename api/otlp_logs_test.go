@@ -81,6 +81,8 @@ func newOTLPLogsEnv(tb testing.TB, opts api.OTLPLogsOptions) *otlpLogsEnv {
 		tb.Fatal(err)
 	}
 	fp := &flakyPusher{Store: store}
+	bc := api.NewLogBroadcaster() // shared with the Loki API, as cmd/weft wires it
+	opts.Broadcaster = bc
 	ing, err := api.NewOTLPLogsIngester(fp, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -88,7 +90,9 @@ func newOTLPLogsEnv(tb testing.TB, opts api.OTLPLogsOptions) *otlpLogsEnv {
 	opts.Ingester = ing
 	mux := http.NewServeMux()
 	mux.Handle("/v1/logs", api.NewOTLPLogsHandler(fp, opts))
-	mux.Handle("/loki/", api.NewLokiHandler(store, logql.NewEngine(store, logql.DefaultEngineOptions()), api.DefaultLokiOptions()))
+	lo := api.DefaultLokiOptions()
+	lo.Broadcaster = bc
+	mux.Handle("/loki/", api.NewLokiHandler(store, logql.NewEngine(store, logql.DefaultEngineOptions()), lo))
 	srv := httptest.NewServer(mux)
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"context"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/ingest/loki"
+	"github.com/weftdb/weft/storage/logentry"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// LogBroadcaster hands the log entries that the push handlers (Loki push,
+// OTLP logs over HTTP and gRPC) have stored to the open tail connections
+// whose stream selector matches. Publishing never waits for a tail client:
+// each connection has a bounded queue, and what does not fit is dropped and
+// reported to that client in dropped_entries. Safe for concurrent use; it
+// owns no goroutines.
+type LogBroadcaster struct {
+	mu   sync.RWMutex
+	subs map[*tailSub]struct{}
+}
+
+// NewLogBroadcaster returns a broadcaster without subscribers.
+func NewLogBroadcaster() *LogBroadcaster {
+	return &LogBroadcaster{subs: map[*tailSub]struct{}{}}
+}
+
+// Pusher returns p wrapped so that every successful Push is published to
+// b. A failed Push publishes nothing (nothing of it is stored).
+func (b *LogBroadcaster) Pusher(p loki.Pusher) loki.Pusher {
+	return broadcastPusher{p: p, b: b}
+}
+
+type broadcastPusher struct {
+	p loki.Pusher
+	b *LogBroadcaster
+}
+
+func (bp broadcastPusher) Push(ctx context.Context, streams []logstore.PushStream) error {
+	if err := bp.p.Push(ctx, streams); err != nil {
+		return err
+	}
+	bp.b.Publish(streams)
+	return nil
+}
+
+// Publish hands stored streams to the matching subscribers. It does not
+// retain streams' slices beyond the subscribers' queues and never modifies
+// them; the entries must not be modified afterwards. It does not block on
+// a subscriber beyond a short critical section.
+func (b *LogBroadcaster) Publish(streams []logstore.PushStream) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if len(b.subs) == 0 {
+		return
+	}
+	for s := range b.subs {
+		s.offer(streams)
+	}
+}
+
+// subscribe registers a tail connection for the streams that match ms.
+// maxQueued bounds its queued entries, maxDropped the dropped entries it
+// remembers until the next take. The caller must unsubscribe.
+func (b *LogBroadcaster) subscribe(ms []*labels.Matcher, maxQueued, maxDropped int) *tailSub {
+	s := &tailSub{ms: ms, notify: make(chan struct{}, 1), maxQueued: maxQueued, maxDropped: maxDropped}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+func (b *LogBroadcaster) unsubscribe(s *tailSub) {
+	b.mu.Lock()
+	delete(b.subs, s)
+	b.mu.Unlock()
+}
+
+// tailBatch is some entries of one stream, ascending or not.
+type tailBatch struct {
+	labels  labels.Labels
+	entries []logentry.Entry
+}
+
+// droppedEntry is an entry a slow tail client did not get.
+type droppedEntry struct {
+	labels labels.Labels
+	ts     int64
+}
+
+// tailSub is one tail connection's queue. offer runs on pushing
+// goroutines, take and release on the connection's goroutine.
+type tailSub struct {
+	ms         []*labels.Matcher
+	notify     chan struct{} // a token after each offer that queued or dropped something
+	maxQueued  int
+	maxDropped int
+
+	mu      sync.Mutex
+	queue   []tailBatch
+	held    int // entries queued or taken but not yet released
+	dropped []droppedEntry
+}
+
+func (s *tailSub) matches(ls labels.Labels) bool {
+	for _, m := range s.ms {
+		if !m.Matches(ls.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// offer queues the entries of the matching streams that fit and records
+// the rest as dropped.
+func (s *tailSub) offer(streams []logstore.PushStream) {
+	changed := false
+	for _, ps := range streams {
+		if len(ps.Entries) == 0 || !s.matches(ps.Labels) {
+			continue
+		}
+		s.mu.Lock()
+		n := min(len(ps.Entries), max(s.maxQueued-s.held, 0))
+		if n > 0 {
+			s.queue = append(s.queue, tailBatch{labels: ps.Labels, entries: ps.Entries[:n:n]})
+			s.held += n
+		}
+		for _, e := range ps.Entries[n:] {
+			if len(s.dropped) >= s.maxDropped {
+				break
+			}
+			s.dropped = append(s.dropped, droppedEntry{labels: ps.Labels, ts: e.Timestamp})
+		}
+		s.mu.Unlock()
+		changed = true
+	}
+	if changed {
+		select {
+		case s.notify <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// take returns the queued batches and the dropped entries since the last
+// take. The taken entries still count against maxQueued until release.
+func (s *tailSub) take() ([]tailBatch, []droppedEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, d := s.queue, s.dropped
+	s.queue, s.dropped = nil, nil
+	return q, d
+}
+
+// release gives back room for n entries taken earlier (sent or discarded).
+func (s *tailSub) release(n int) {
+	s.mu.Lock()
+	s.held -= n
+	s.mu.Unlock()
+}

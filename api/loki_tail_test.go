@@ -1,0 +1,259 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/storage/logentry"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// tailMsg is one message of the tail endpoint, decoded.
+type tailMsg struct {
+	Streams []struct {
+		Stream map[string]string `json:"stream"`
+		Values [][2]string       `json:"values"`
+	} `json:"streams"`
+	Dropped []struct {
+		Labels    map[string]string `json:"labels"`
+		Timestamp string            `json:"timestamp"`
+	} `json:"dropped_entries"`
+}
+
+// lines returns "app/line" for each entry of m, in message order.
+func (m tailMsg) lines() []string {
+	var out []string
+	for _, s := range m.Streams {
+		for _, v := range s.Values {
+			out = append(out, s.Stream["app"]+"/"+v[1])
+		}
+	}
+	return out
+}
+
+// dialTail opens a tail WebSocket with params; the connection closes at
+// the end of the test.
+func dialTail(tb testing.TB, ctx context.Context, e *lokiEnv, params url.Values) *websocket.Conn {
+	tb.Helper()
+	u := "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/loki/api/v1/tail?" + params.Encode()
+	c, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.SetReadLimit(64 << 20)
+	tb.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+func readTail(tb testing.TB, ctx context.Context, c *websocket.Conn) tailMsg {
+	tb.Helper()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		tb.Fatalf("read tail: %v", err)
+	}
+	var m tailMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		tb.Fatalf("tail message %s: %v", b, err)
+	}
+	return m
+}
+
+// testCtx bounds every wait of a tail test.
+func testCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+func TestLokiTailPushedLines(t *testing.T) {
+	e := newLokiEnv(t)
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="tail"} |= "keep" | logfmt`}})
+	ts := lokiNow.Add(-time.Second)
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"other"},"values":[["%s","keep n=0"]]}]}`, ns(ts)))
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[
+		{"stream":{"app":"other"},"values":[["%s","keep n=1"]]},
+		{"stream":{"app":"tail"},"values":[["%s","keep n=2"],["%s","drop n=3"],["%s","keep n=4"]]}]}`,
+		ns(ts), ns(ts), ns(ts.Add(time.Millisecond)), ns(ts.Add(2*time.Millisecond))))
+	m := readTail(t, ctx, c)
+	if got := strings.Join(m.lines(), ","); got != "tail/keep n=2,tail/keep n=4" {
+		t.Fatalf("tail sent %q", got)
+	}
+	// The pipeline applies: logfmt's n is a label of the entries.
+	if got := m.Streams[0].Stream["n"]; got != "2" {
+		t.Errorf("stream labels %v, want n=2", m.Streams[0].Stream)
+	}
+	if len(m.Dropped) != 0 {
+		t.Errorf("dropped %v", m.Dropped)
+	}
+	// Only the selector's streams: a later line of "tail" comes next, not
+	// anything of "other".
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"other"},"values":[["%s","keep n=5"]]},
+		{"stream":{"app":"tail"},"values":[["%s","keep n=6"]]}]}`, ns(ts), ns(ts.Add(3*time.Millisecond))))
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "tail/keep n=6" {
+		t.Fatalf("tail sent %q", got)
+	}
+}
+
+func TestLokiTailBackfillAndLimit(t *testing.T) {
+	e := newLokiEnv(t)
+	ctx := testCtx(t)
+	t0 := lokiNow.Add(-time.Minute)
+	var vals []string
+	for i := range 5 {
+		vals = append(vals, fmt.Sprintf(`["%s","old %d"]`, ns(t0.Add(time.Duration(i)*time.Second)), i))
+	}
+	e.pushJSON(t, `{"streams":[{"stream":{"app":"tail"},"values":[`+strings.Join(vals, ",")+`]}]}`)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="tail"}`}, "limit": {"2"}, "start": {ns(t0.Add(-time.Second))}})
+	// The backfill: the newest two since start, oldest first.
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "tail/old 3,tail/old 4" {
+		t.Fatalf("backfill %q", got)
+	}
+	// A push of three lines comes in messages of at most limit entries.
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","new 0"],["%s","new 1"],["%s","new 2"]]}]}`,
+		ns(lokiNow), ns(lokiNow.Add(time.Millisecond)), ns(lokiNow.Add(2*time.Millisecond))))
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "tail/new 0,tail/new 1" {
+		t.Fatalf("first live message %q", got)
+	}
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "tail/new 2" {
+		t.Fatalf("second live message %q", got)
+	}
+}
+
+func TestLokiTailDelayFor(t *testing.T) {
+	var now atomic.Int64
+	now.Store(lokiNow.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	e := newLokiEnvWith(t, func(o *LokiOptions) { o.Now = clock })
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="tail"}`}, "delay_for": {"1"}})
+	// Both lines are younger than delay_for: held, then sent together in
+	// timestamp order although the later one was pushed first.
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","second"]]}]}`, ns(lokiNow.Add(-100*time.Millisecond))))
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","first"]]}]}`, ns(lokiNow.Add(-900*time.Millisecond))))
+	now.Store(lokiNow.Add(time.Second).UnixNano())
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "tail/first,tail/second" {
+		t.Fatalf("tail sent %q", got)
+	}
+	for _, v := range []string{"6", "-1", "x"} {
+		code, _ := e.get(t, "/loki/api/v1/tail", url.Values{"query": {`{app="tail"}`}, "delay_for": {v}}, nil)
+		if code != 400 {
+			t.Errorf("delay_for=%s: %d, want 400", v, code)
+		}
+	}
+	if code, _ := e.get(t, "/loki/api/v1/tail", url.Values{"query": {`count_over_time({app="tail"}[1m])`}}, nil); code != 400 {
+		t.Errorf("metric query: %d, want 400", code)
+	}
+}
+
+func TestLokiTailDroppedEntries(t *testing.T) {
+	e := newLokiEnvWith(t, func(o *LokiOptions) { o.TailMaxQueued = 3 })
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="tail"}`}})
+	var vals []string
+	for i := range 5 {
+		vals = append(vals, fmt.Sprintf(`["%s","l%d"]`, ns(lokiNow.Add(time.Duration(i))), i))
+	}
+	e.pushJSON(t, `{"streams":[{"stream":{"app":"tail"},"values":[`+strings.Join(vals, ",")+`]}]}`)
+	m := readTail(t, ctx, c)
+	if got := strings.Join(m.lines(), ","); got != "tail/l0,tail/l1,tail/l2" {
+		t.Fatalf("tail sent %q", got)
+	}
+	if len(m.Dropped) != 2 || m.Dropped[0].Timestamp != ns(lokiNow.Add(3)) || m.Dropped[1].Timestamp != ns(lokiNow.Add(4)) ||
+		m.Dropped[0].Labels["app"] != "tail" {
+		t.Fatalf("dropped_entries %+v", m.Dropped)
+	}
+	// The queue has room again once the message is written.
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","l5"]]}]}`, ns(lokiNow.Add(5))))
+	if m := readTail(t, ctx, c); strings.Join(m.lines(), ",") != "tail/l5" || len(m.Dropped) != 0 {
+		t.Fatalf("tail sent %+v", m)
+	}
+}
+
+// A client that reads nothing does not hold up pushes: every push returns
+// while its connection is stuck, and what the client reads afterwards,
+// lines and dropped entries, accounts for every line pushed.
+func TestLokiTailSlowClientDoesNotBlockPush(t *testing.T) {
+	e := newLokiEnvWith(t, func(o *LokiOptions) {
+		o.TailMaxQueued = 64
+		o.TailMaxDropped = 1 << 20
+	})
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="tail"}`}, "limit": {"1000"}})
+	const pushes, perPush = 40, 100
+	line := strings.Repeat("x", 2000) // 8 MB in all: more than the sockets buffer
+	for p := range pushes {
+		vals := make([]string, perPush)
+		for i := range vals {
+			vals[i] = fmt.Sprintf(`["%s","%s"]`, ns(lokiNow.Add(time.Duration(p*perPush+i))), line)
+		}
+		e.pushJSON(t, `{"streams":[{"stream":{"app":"tail"},"values":[`+strings.Join(vals, ",")+`]}]}`)
+	}
+	got, dropped := 0, 0
+	for got < pushes*perPush {
+		m := readTail(t, ctx, c)
+		got += len(m.lines()) + len(m.Dropped)
+		dropped += len(m.Dropped)
+	}
+	t.Logf("%d of %d lines dropped for the slow client", dropped, pushes*perPush)
+	if got != pushes*perPush {
+		t.Fatalf("%d lines and drops for %d pushed", got, pushes*perPush)
+	}
+}
+
+// The broadcaster itself: a subscriber that never takes anything does not
+// block Publish, holds at most maxQueued entries and remembers at most
+// maxDropped drops; streams that do not match are not queued.
+func TestLogBroadcasterBoundsASlowSubscriber(t *testing.T) {
+	b := NewLogBroadcaster()
+	sub := b.subscribe([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "a")}, 10, 4)
+	defer b.unsubscribe(sub)
+	other := b.subscribe([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "zzz")}, 10, 4)
+	defer b.unsubscribe(other)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				b.Publish([]logstore.PushStream{
+					{Labels: labels.FromStrings("app", "a"), Entries: []logentry.Entry{{Timestamp: int64(g*1000 + i), Line: "x"}}},
+					{Labels: labels.FromStrings("app", "b"), Entries: []logentry.Entry{{Timestamp: 1, Line: "y"}}},
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	q, d := sub.take()
+	if countEntries(q) != 10 || len(d) != 4 {
+		t.Fatalf("queued %d, dropped %d; want 10 and 4", countEntries(q), len(d))
+	}
+	for _, bt := range q {
+		if bt.labels.Get("app") != "a" {
+			t.Fatalf("queued a stream of %s", bt.labels)
+		}
+	}
+	if q, d := other.take(); len(q) != 0 || len(d) != 0 {
+		t.Fatalf("non-matching subscriber got %v %v", q, d)
+	}
+	// Until release, the taken entries still count: a new entry is dropped.
+	b.Publish([]logstore.PushStream{{Labels: labels.FromStrings("app", "a"), Entries: []logentry.Entry{{Timestamp: 5}}}})
+	if q, d := sub.take(); len(q) != 0 || len(d) != 1 {
+		t.Fatalf("before release: queued %d, dropped %d", countEntries(q), len(d))
+	}
+	sub.release(10)
+	b.Publish([]logstore.PushStream{{Labels: labels.FromStrings("app", "a"), Entries: []logentry.Entry{{Timestamp: 6}}}})
+	if q, _ := sub.take(); countEntries(q) != 1 {
+		t.Fatalf("after release: queued %d", countEntries(q))
+	}
+}

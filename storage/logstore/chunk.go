@@ -95,13 +95,9 @@ func encodeChunk(es []logentry.Entry) (head, data []byte) {
 	if len(es) == 0 || len(es) > chunkenc.MaxColumnLen {
 		panic(fmt.Sprintf("BUG: chunk of %d entries", len(es)))
 	}
-	bp := itemPool.Get().(*[]uint64)
-	items := (*bp)[:0]
 	var names []string
 	lineBytes := 0
 	for _, e := range es {
-		items = appendLineItems(items, e.Line)
-		items = appendMetaItems(items, e.Metadata)
 		e.Metadata.Range(func(l labels.Label) {
 			if !slices.Contains(names, l.Name) {
 				names = append(names, l.Name)
@@ -110,12 +106,7 @@ func encodeChunk(es []logentry.Entry) (head, data []byte) {
 		lineBytes += len(e.Line)
 	}
 	slices.Sort(names)
-	words := make([]uint64, bloomWords(estimateDistinct(items)))
-	for _, h := range items {
-		addBloom(words, h)
-	}
-	*bp = items
-	itemPool.Put(bp)
+	words := filterWords(es)
 
 	ts := make([]int64, len(es))
 	for i, e := range es {

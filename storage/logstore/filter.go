@@ -28,8 +28,9 @@ const (
 	gramLen = 5
 	// minWordLen: one-byte words are too common to be worth a filter bit.
 	minWordLen = 2
-	// bitsPerItem and numHashes give about 3.6% false positives per item;
-	// needles test several items, so a chunk is rarely read in vain.
+	// bitsPerItem and numHashes give about 5% false positives per item
+	// (the filter is blocked, below); needles test several items, so a
+	// chunk is rarely read in vain.
 	bitsPerItem = 7
 	numHashes   = 4
 
@@ -157,35 +158,36 @@ func bloomWords(items int) int {
 	return max((items*bitsPerItem+63)/64, 1)
 }
 
+// The filter is blocked: an item sets numHashes bits of one 64-bit word,
+// so adding and testing touch one word. The word is chosen by the high 32
+// bits of the item's hash (multiply-shift onto the word count), the bits by
+// four 6-bit fields of the low bits.
+func bloomWordBits(h uint64, nwords int) (word int, mask uint64) {
+	word = int((h >> 32 * uint64(nwords)) >> 32)
+	for i := range numHashes {
+		mask |= 1 << (h >> (6 * i) & 63)
+	}
+	return word, mask
+}
+
 // addBloom sets the bits of h in the filter words.
 func addBloom(words []uint64, h uint64) {
-	m := uint64(len(words)) * 64
-	h1, h2 := h, h>>32|h<<32|1
-	for i := range uint64(numHashes) {
-		bit := (h1 + i*h2) % m
-		words[bit/64] |= 1 << (bit % 64)
-	}
+	w, mask := bloomWordBits(h, len(words))
+	words[w] |= mask
 }
 
 // bloom is a read-only view of a stored filter: the little-endian words as
-// bytes, so bit b is bit b%8 of byte b/8. It aliases the stored value.
+// bytes. It aliases the stored value.
 type bloom struct {
 	b []byte
 }
 
 func (f bloom) has(h uint64) bool {
-	if len(f.b) == 0 {
+	if len(f.b) < 8 {
 		return true
 	}
-	m := uint64(len(f.b)) * 8
-	h1, h2 := h, h>>32|h<<32|1
-	for i := range uint64(numHashes) {
-		bit := (h1 + i*h2) % m
-		if f.b[bit/8]&(1<<(bit%8)) == 0 {
-			return false
-		}
-	}
-	return true
+	w, mask := bloomWordBits(h, len(f.b)/8)
+	return binary.LittleEndian.Uint64(f.b[8*w:])&mask == mask
 }
 
 // fillRatio is the share of set bits (for tests and stats).

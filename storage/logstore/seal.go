@@ -106,6 +106,8 @@ func (s *Store) sealStream(st *stream) error {
 	}
 	st.mu.Lock()
 	st.entries = slices.Clone(st.entries[n:])
+	st.segs = nil
+	st.indexHead()
 	st.seqs = slices.Clone(st.seqs[nseq:])
 	st.bytes = 0
 	for _, e := range st.entries {

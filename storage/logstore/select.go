@@ -73,11 +73,7 @@ func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h 
 			}
 		}
 		st.mu.Lock()
-		for _, e := range st.entries {
-			if e.Timestamp >= p.Start && e.Timestamp < p.End {
-				sel.head = append(sel.head, e)
-			}
-		}
+		sel.head = st.selectHead(nil, p, h)
 		st.mu.Unlock()
 		slices.SortStableFunc(sel.head, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 		it.streams = append(it.streams, sel)

@@ -78,6 +78,7 @@ type stream struct {
 
 	mu       sync.Mutex
 	entries  []logentry.Entry
+	segs     []headSeg // token filters over entries, in segments
 	seqs     []uint64 // recent records holding entries
 	bytes    int
 	oldest   time.Time // arrival of the oldest unsealed push (zero: empty)
@@ -255,6 +256,7 @@ func (st *stream) appendLocked(es []logentry.Entry, seq uint64, now time.Time) {
 		st.oldest = now
 	}
 	st.entries = append(st.entries, es...)
+	st.indexHead()
 	st.seqs = append(st.seqs, seq)
 	for _, e := range es {
 		st.bytes += entrySize(e)

@@ -132,3 +132,41 @@ func TestSelectTimestampsHeaderOnly(t *testing.T) {
 		t.Fatalf("total %d in %d blocks (%v), want 50 in 5", total, blocks, err)
 	}
 }
+
+// Unsealed heads are filtered too: segment filters and the literal line
+// filters leave only the matching entries, and every match is found.
+func TestHeadFilter(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	s := openTestStore(t, db, testOptions())
+	ls := labels.FromStrings("app", "api")
+	for c := range 4 {
+		push(t, s, ls, benchLines(c*300, 300)...)
+	}
+	for _, j := range []int{5, 700, 1199} { // in a filtered segment and in the unfiltered rest
+		line := benchLines(j, 1)[0].Line
+		needle := line[len(line)-32:]
+		p := logentry.SelectParams{Start: 0, End: 1 << 62, LineFilters: []logentry.LineFilter{{Op: logentry.LineContains, Value: needle}}}
+		got := selectAll(t, s, p)
+		if len(got) != 1 || got[0].Line != line {
+			t.Fatalf("needle of line %d: got %v", j, got)
+		}
+		it, err := s.SelectWithHints(context.Background(), p, Hints{MetadataEqual: []labels.Label{{Name: "detected_level", Value: "info"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := it.(*iterator).streams[0].head; len(h) != 1 {
+			t.Fatalf("needle of line %d: %d head entries selected", j, len(h))
+		}
+		it.Close()
+	}
+	// A metadata hint no entry has leaves the filtered segments out.
+	it, err := s.SelectWithHints(context.Background(), all(), Hints{MetadataEqual: []labels.Label{{Name: "detected_level", Value: "error"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := it.(*iterator).streams[0].head; len(h) != 1200%headSegLen {
+		t.Fatalf("%d head entries selected, want the %d unfiltered ones", len(h), 1200%headSegLen)
+	}
+	it.Close()
+}

@@ -1,0 +1,101 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/weftdb/weft/storage/logentry"
+)
+
+// headSegLen is the size of the head segments that get a token filter: as
+// a stream's head grows, every headSegLen entries (in push order) get a
+// filter like a chunk's, so that a needle query scans only the last,
+// unfiltered part of each head and the segments its filters let through.
+const headSegLen = 256
+
+// headSeg covers the head entries up to end (from the previous segment's
+// end) with a token filter.
+type headSeg struct {
+	end    int
+	filter bloom
+}
+
+// filterWords builds the token filter words of es (lines and metadata).
+func filterWords(es []logentry.Entry) []uint64 {
+	bp := itemPool.Get().(*[]uint64)
+	items := (*bp)[:0]
+	for _, e := range es {
+		items = appendLineItems(items, e.Line)
+		items = appendMetaItems(items, e.Metadata)
+	}
+	words := make([]uint64, bloomWords(estimateDistinct(items)))
+	for _, h := range items {
+		addBloom(words, h)
+	}
+	*bp = items
+	itemPool.Put(bp)
+	return words
+}
+
+// indexHead builds the filters of the head's full segments that have
+// none; st.mu held.
+func (st *stream) indexHead() {
+	covered := 0
+	if n := len(st.segs); n > 0 {
+		covered = st.segs[n-1].end
+	}
+	for len(st.entries)-covered >= headSegLen {
+		end := covered + headSegLen
+		words := filterWords(st.entries[covered:end])
+		b := make([]byte, 0, 8*len(words))
+		for _, w := range words {
+			b = binary.LittleEndian.AppendUint64(b, w)
+		}
+		st.segs = append(st.segs, headSeg{end: end, filter: bloom{b: b}})
+		covered = end
+	}
+}
+
+// selectHead appends to dst the head entries in [p.Start, p.End) that may
+// pass p's line filters: segments whose filter rules the filters out are
+// skipped, and each remaining entry must contain every LineContains value.
+// st.mu held.
+func (st *stream) selectHead(dst []logentry.Entry, p logentry.SelectParams, h Hints) []logentry.Entry {
+	var contains []string
+	for _, f := range p.LineFilters {
+		if f.Op == logentry.LineContains {
+			contains = append(contains, f.Value)
+		}
+	}
+	from := 0
+	for _, sg := range st.segs {
+		m := chunkMeta{filter: sg.filter}
+		ok := m.mayMatch(p.LineFilters)
+		for _, l := range h.MetadataEqual {
+			if ok && !st.ls.Has(l.Name) && !sg.filter.mayHaveMeta(l.Name, l.Value) {
+				ok = false
+			}
+		}
+		if ok {
+			dst = appendHeadEntries(dst, st.entries[from:sg.end], p, contains)
+		}
+		from = sg.end
+	}
+	return appendHeadEntries(dst, st.entries[from:], p, contains)
+}
+
+func appendHeadEntries(dst, es []logentry.Entry, p logentry.SelectParams, contains []string) []logentry.Entry {
+next:
+	for _, e := range es {
+		if e.Timestamp < p.Start || e.Timestamp >= p.End {
+			continue
+		}
+		for _, c := range contains {
+			if !strings.Contains(e.Line, c) {
+				continue next
+			}
+		}
+		dst = append(dst, e)
+	}
+	return dst
+}

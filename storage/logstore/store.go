@@ -79,7 +79,7 @@ type stream struct {
 	mu       sync.Mutex
 	entries  []logentry.Entry
 	segs     []headSeg // token filters over entries, in segments
-	seqs     []uint64 // recent records holding entries
+	seqs     []uint64  // recent records holding entries
 	bytes    int
 	oldest   time.Time // arrival of the oldest unsealed push (zero: empty)
 	sealing  bool

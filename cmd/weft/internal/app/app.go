@@ -149,6 +149,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	lgopts.MaxRequestBytes = oopts.MaxRequestBytes
 	lgopts.RetryAfter = oopts.RetryAfter
 	lgopts.Logger = logger.With("component", "otlp logs")
+	// One broadcaster: the Loki tail endpoint sees Loki and OTLP pushes.
+	tail := api.NewLogBroadcaster()
+	lgopts.Broadcaster = tail
 	lging, err := api.NewOTLPLogsIngester(logs, lgopts)
 	if err != nil {
 		return nil, err
@@ -168,6 +171,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.RemoteWrite = api.NewRemoteWriteHandler(db, rwopts)
 	lkopts := opts.Loki
 	lkopts.Logger = logger.With("component", "loki")
+	lkopts.Broadcaster = tail
 	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)
 	aopts.Handlers = map[string]http.Handler{
 		"/otlp/v1/metrics":        otlpHandler,

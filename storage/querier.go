@@ -211,7 +211,7 @@ func (ss *seriesSet) loadBatch() {
 	// The arena and the output slabs are referenced by the series handed
 	// out from earlier batches: start new ones.
 	ss.arena = nil
-	ss.out = make([]source, 0, 2*(end-ss.next))
+	ss.out = make([]source, 0, end-ss.next+16)
 	ss.slab = make([]series, 0, end-ss.next)
 	for i := ss.next; i < end; i++ {
 		e := headEntry{id: ss.ids[i], lo: len(ss.headSrc)}

@@ -81,7 +81,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 		p.rlock()
 		for _, k := range kindsOf(kind) {
 			if ne := p.names.get(k, nameRef); ne != nil {
-				nvalues += len(ne.values)
+				nvalues += ne.values.len()
 			}
 		}
 		p.mu.RUnlock()
@@ -113,7 +113,7 @@ func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, 
 			if ne == nil {
 				continue
 			}
-			for v, pl := range ne.values {
+			for v, pl := range ne.values.all() {
 				if _, ok := seen[v]; ok {
 					continue
 				}

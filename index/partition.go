@@ -19,7 +19,7 @@ type nameEntry struct {
 	// adds to one bitmap instead of two. Nothing modifies all in place
 	// except the write path, which knows.
 	all    *roaring64.Bitmap
-	values map[uint32]postList // value ref (in the name's dictionary) → streams
+	values postMap // value ref (in the name's dictionary) → streams
 
 	// Prefix matchers (`pod=~"train-.*"`) binary-search the values sorted
 	// by string instead of testing them all. New values go to recent
@@ -46,7 +46,7 @@ type nameEntry struct {
 }
 
 func newNameEntry() *nameEntry {
-	return &nameEntry{all: roaring64.New(), values: make(map[uint32]postList, 1)}
+	return &nameEntry{all: roaring64.New()}
 }
 
 // nameTable holds a partition's postings by kind, then name ref: a slice
@@ -235,16 +235,16 @@ func (p *partition) addLocked(kind Kind, id ID, refs []uint32) {
 		if v := refs[i+1]; ne.hotBm == nil || ne.hotRef != v {
 			ne.hotTail.flush(ne.hotBm)
 			ne.hotBm = nil
-			pl, ok := ne.values[v]
+			pl, ok := ne.values.get(v)
 			if !ok {
-				ne.values[v] = postList{one: u}
+				ne.values.set(v, postList{one: u})
 				ne.recent = append(ne.recent, v)
 				continue
 			}
 			if pl.big() == nil {
 				// Small list: add directly, no buffering.
 				pl = pl.add(u)
-				ne.values[v] = pl
+				ne.values.set(v, pl)
 				if bm := pl.big(); bm != nil { // just outgrew the slice
 					ne.hotRef, ne.hotBm = v, bm
 				}
@@ -280,15 +280,15 @@ func (p *partition) removeLocked(kind Kind, id ID, refs []uint32) {
 			continue
 		}
 		ne.all.Remove(u)
-		if pl, ok := ne.values[refs[i+1]]; ok {
+		if pl, ok := ne.values.get(refs[i+1]); ok {
 			pl = pl.remove(u)
 			if pl.empty() {
-				delete(ne.values, refs[i+1])
+				ne.values.del(refs[i+1])
 				if bm := pl.big(); bm != nil && ne.hotBm == bm {
 					ne.hotBm = nil
 				}
 			} else {
-				ne.values[refs[i+1]] = pl
+				ne.values.set(refs[i+1], pl)
 			}
 		}
 		if ne.all.IsEmpty() {
@@ -411,14 +411,10 @@ func (ix *Index) ensureLoaded(p *partition) error {
 	// the partition is cold): clip the postings to them.
 	names.each(KindAny, func(k Kind, nameRef uint32, ne *nameEntry) {
 		ne.all.And(p.all[k])
-		for v, pl := range ne.values {
+		ne.values.filter(func(_ uint32, pl postList) (postList, bool) {
 			pl = pl.and(p.all[k])
-			if pl.empty() {
-				delete(ne.values, v)
-			} else {
-				ne.values[v] = pl
-			}
-		}
+			return pl, !pl.empty()
+		})
 		if ne.all.IsEmpty() {
 			names[k][nameRef] = nil
 		}
@@ -460,7 +456,7 @@ func (ix *Index) readPartitionPostings(num int64) (nameTable, error) {
 		nameRef, valueRef := ix.syms.internPair(string(k.Name), string(k.Value))
 		ne := names.getOrCreate(k.Kind, nameRef)
 		ne.all.Or(bm)
-		ne.values[valueRef] = postListOf(bm)
+		ne.values.set(valueRef, postListOf(bm))
 		ne.recent = append(ne.recent, valueRef)
 	}
 	if err := it.Error(); err != nil {

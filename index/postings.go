@@ -115,11 +115,11 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 	rank := func(pl matcherPlan) (int, uint64) {
 		switch {
 		case pl.neg && pl.deferred:
-			return 3, uint64(len(pl.ne.values))
+			return 3, uint64(pl.ne.values.len())
 		case pl.neg:
 			return 2, 0
 		case pl.deferred:
-			return 1, uint64(len(pl.ne.values))
+			return 1, uint64(pl.ne.values.len())
 		}
 		return 0, pl.bm.GetCardinality()
 	}
@@ -146,13 +146,13 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 			switch {
 			case !pl.deferred:
 				res.AndNot(pl.bm)
-			case res.GetCardinality() < uint64(len(pl.ne.values)/filterRatio):
+			case res.GetCardinality() < uint64(pl.ne.values.len()/filterRatio):
 				res = ix.filterCandidates(res, pl.nameRef, pl.m)
 			default:
 				ix.subtractNonMatching(res, pl.nameRef, pl.ne, pl.m)
 			}
 		case pl.deferred:
-			if res != nil && res.GetCardinality() < uint64(len(pl.ne.values)/filterRatio) {
+			if res != nil && res.GetCardinality() < uint64(pl.ne.values.len()/filterRatio) {
 				res, owned = ix.filterCandidates(res, pl.nameRef, pl.m), true
 			} else {
 				bm := ix.scanValues(pl.nameRef, pl.ne, pl.m, true, res)
@@ -275,7 +275,7 @@ func (ix *Index) subtractNonMatching(res *roaring64.Bitmap, nameRef uint32, ne *
 		ix.prefixValues(nameRef, ne, prefix, visit)
 		return
 	}
-	for ref, pl := range ne.values {
+	for ref, pl := range ne.values.all() {
 		v, _ := ix.syms.value(nameRef, ref)
 		visit(ref, v, pl)
 	}
@@ -287,7 +287,7 @@ func (ix *Index) prefixValues(nameRef uint32, ne *nameEntry, prefix string, f fu
 	val := func(ref uint32) string { v, _ := ix.syms.value(nameRef, ref); return v }
 	ne.sortMu.Lock()
 	if len(ne.recent) > 0 && len(ne.recent) >= len(ne.sorted)/sortedMergeRatio {
-		ne.sorted = mergeSorted(ne.sorted, ne.recent, val, ne.values)
+		ne.sorted = mergeSorted(ne.sorted, ne.recent, val, &ne.values)
 		ne.recent = ne.recent[:0]
 	}
 	sorted, recent := ne.sorted, ne.recent
@@ -299,13 +299,13 @@ func (ix *Index) prefixValues(nameRef uint32, ne *nameEntry, prefix string, f fu
 		if !strings.HasPrefix(v, prefix) {
 			break
 		}
-		if pl, ok := ne.values[sorted[i]]; ok {
+		if pl, ok := ne.values.get(sorted[i]); ok {
 			f(sorted[i], v, pl)
 		}
 	}
 	for _, ref := range recent {
 		if v := val(ref); strings.HasPrefix(v, prefix) {
-			if pl, ok := ne.values[ref]; ok {
+			if pl, ok := ne.values.get(ref); ok {
 				f(ref, v, pl)
 			}
 		}
@@ -319,12 +319,12 @@ const sortedMergeRatio = 8
 
 // mergeSorted returns a new slice with sorted and recent merged in string
 // order, dropping refs no longer in live and duplicates.
-func mergeSorted(sorted, recent []uint32, val func(uint32) string, live map[uint32]postList) []uint32 {
+func mergeSorted(sorted, recent []uint32, val func(uint32) string, live *postMap) []uint32 {
 	rs := slices.Clone(recent)
 	slices.SortFunc(rs, func(a, b uint32) int { return strings.Compare(val(a), val(b)) })
 	out := make([]uint32, 0, len(sorted)+len(rs))
 	add := func(ref uint32) {
-		if _, ok := live[ref]; !ok {
+		if _, ok := live.get(ref); !ok {
 			return
 		}
 		if n := len(out); n > 0 && out[n-1] == ref {
@@ -359,7 +359,7 @@ func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) (*roaring6
 	if !ok {
 		return nil, false
 	}
-	pl, ok := ne.values[ref]
+	pl, ok := ne.values.get(ref)
 	if !ok {
 		return nil, false
 	}
@@ -371,7 +371,7 @@ func (ix *Index) unionValues(nameRef uint32, ne *nameEntry, vals []string) *roar
 	var u postUnion
 	for _, v := range vals {
 		if ref, ok := ix.syms.lookupValue(nameRef, v); ok {
-			if pl, ok := ne.values[ref]; ok {
+			if pl, ok := ne.values.get(ref); ok {
 				u.add(pl)
 			}
 		}
@@ -440,7 +440,7 @@ func (ix *Index) scanValues(nameRef uint32, ne *nameEntry, m *labels.Matcher, wa
 		ix.prefixValues(nameRef, ne, prefix, visit)
 		return u.result()
 	}
-	for ref, pl := range ne.values {
+	for ref, pl := range ne.values.all() {
 		v, _ := ix.syms.value(nameRef, ref)
 		visit(ref, v, pl)
 	}

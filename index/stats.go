@@ -63,7 +63,7 @@ func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN in
 				alls = append(alls, p.all[k])
 			}
 			p.names.each(k, func(_ Kind, nameRef uint32, ne *nameEntry) {
-				for v, pl := range ne.values {
+				for v, pl := range ne.values.all() {
 					pr := pair{nameRef, v}
 					pairs[pr] = append(pairs[pr], pl.bitmap())
 				}

@@ -1,6 +1,8 @@
 package index
 
 import (
+	"fmt"
+	"hash/maphash"
 	"math"
 	"strings"
 	"sync"
@@ -19,10 +21,10 @@ const (
 
 // symbols interns label names, and per name its values. A name reference is
 // the name's position in insertion order; a value reference is the value's
-// position in its name's dictionary. Per-name dictionaries keep the maps that
-// the write path probes small: `job`, `gpu` or `modelName` have a handful of
-// values and stay in cache, and only the few high-cardinality names (UUID,
-// pod, instance) have large maps.
+// position in its name's dictionary. Per-name dictionaries keep the tables
+// that the write path probes small: `job`, `gpu` or `modelName` have a
+// handful of values and stay in cache, and only the few high-cardinality
+// names (UUID, pod, instance) have large tables.
 //
 // Lookups by reference are lock-free; interning takes mu. Symbols are never
 // removed (see docs/format/index.md, "Memory"), so a reference stays valid for
@@ -38,6 +40,7 @@ type symbols struct {
 	// strs holds the interned values, packed into shared blocks: a value
 	// is never removed, so a block is never kept alive by a dead one.
 	strs encArena
+	seed maphash.Seed // of valueHash; immutable
 }
 
 // nameSchema is a label-name sequence and its name refs.
@@ -49,12 +52,12 @@ type nameSchema struct {
 // valueDict holds one label name and its values.
 type valueDict struct {
 	name   string
-	values map[string]uint32 // guarded by symbols.mu
-	n      atomic.Uint32     // number of values; written under symbols.mu
+	values valueTable    // value → ref; guarded by symbols.mu
+	n      atomic.Uint32 // number of values; written under symbols.mu
 	pages  atomic.Pointer[[]*[symPageSize]string]
 	// hot is 1 + the ref of the value most recently interned (0: none).
 	// The streams of one target arrive together and share most values, so
-	// comparing with it saves most map probes of interning.
+	// comparing with it saves most table probes of interning.
 	hot atomic.Uint32
 }
 
@@ -63,8 +66,14 @@ func (d *valueDict) at(ref uint32) string {
 	return (*d.pages.Load())[ref>>symPageBits][ref&symPageMask]
 }
 
+// find returns the ref of value v with hash h (valueHash); symbols.mu must
+// be held.
+func (d *valueDict) find(h uint32, v string) (uint32, bool) {
+	return d.values.find(h, v, *d.pages.Load())
+}
+
 func newSymbols() *symbols {
-	s := &symbols{names: make(map[string]uint32)}
+	s := &symbols{names: make(map[string]uint32), seed: maphash.MakeSeed()}
 	d := []*valueDict{}
 	s.dicts.Store(&d)
 	return s
@@ -113,8 +122,9 @@ func (s *symbols) lookupValue(nameRef uint32, value string) (uint32, bool) {
 	if d == nil {
 		return 0, false
 	}
+	h := valueHash(s.seed, value)
 	s.mu.RLock()
-	r, ok := d.values[value]
+	r, ok := d.find(h, value)
 	s.mu.RUnlock()
 	return r, ok
 }
@@ -124,33 +134,42 @@ func (s *symbols) internPair(name, value string) (uint32, uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.internNameLocked(name)
-	return s.names[d.name], d.internLocked(&s.strs, value)
+	return s.names[d.name], d.internLocked(&s.strs, valueHash(s.seed, value), value)
 }
 
 // internLabels appends to refs the name and value references of every label
-// of ls, in order, interning missing strings. It takes the read lock once in
-// the common case where every string is known.
+// of ls, in order, interning missing strings. It walks ls once and hashes a
+// value only when it differs from its dictionary's hot value; it holds the
+// read lock until the first string it has to add, and the write lock from
+// there on.
 func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	start := len(refs)
-	missing := false
-	dicts := *s.dicts.Load()
 	sc := s.schema.Load()
-	schemaOK := sc != nil && len(sc.names) == ls.Len()
+	schemaOK := sc != nil
+	locked := false // the write lock is held (else the read lock)
+	lock := func() {
+		s.mu.RUnlock()
+		s.mu.Lock()
+		locked = true
+	}
 	i := 0
 	s.mu.RLock()
+	// After the lock: dicts covers every name in s.names and in sc.
+	dicts := *s.dicts.Load()
 	ls.Range(func(l labels.Label) {
-		if missing {
-			return
-		}
 		var rn uint32
-		if schemaOK && sc.names[i] == l.Name {
+		if schemaOK && i < len(sc.names) && sc.names[i] == l.Name {
 			rn = sc.refs[i]
 		} else {
 			schemaOK = false
 			r, ok := s.names[l.Name]
-			if !ok || int(r) >= len(dicts) {
-				missing = true
-				return
+			if !ok {
+				if !locked {
+					lock()
+				}
+				s.internNameLocked(l.Name)
+				dicts = *s.dicts.Load()
+				r = s.names[l.Name]
 			}
 			rn = r
 		}
@@ -158,30 +177,25 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 		d := dicts[rn]
 		rv := d.hot.Load() - 1
 		if rv == math.MaxUint32 || d.at(rv) != l.Value {
-			var ok bool
-			if rv, ok = d.values[l.Value]; !ok {
-				missing = true
-				return
+			h := valueHash(s.seed, l.Value)
+			if r, ok := d.find(h, l.Value); ok {
+				rv = r
+				d.hot.Store(rv + 1)
+			} else {
+				if !locked {
+					lock() // another interner may add it meanwhile: internLocked looks again
+				}
+				rv = d.internLocked(&s.strs, h, l.Value)
 			}
-			d.hot.Store(rv + 1)
 		}
 		refs = append(refs, rn, rv)
 	})
-	s.mu.RUnlock()
-	if !missing {
-		if !schemaOK {
-			s.storeSchema(refs[start:])
-		}
-		return refs
+	if locked {
+		s.mu.Unlock()
+	} else {
+		s.mu.RUnlock()
 	}
-	refs = refs[:start]
-	s.mu.Lock()
-	ls.Range(func(l labels.Label) {
-		d := s.internNameLocked(l.Name)
-		refs = append(refs, s.names[d.name], d.internLocked(&s.strs, l.Value))
-	})
-	s.mu.Unlock()
-	if !sameSchema(sc, refs[start:]) {
+	if !(schemaOK && i == len(sc.names)) && !sameSchema(sc, refs[start:]) {
 		s.storeSchema(refs[start:])
 	}
 	return refs
@@ -219,7 +233,7 @@ func (s *symbols) internNameLocked(name string) *valueDict {
 	}
 	// Clone: name often aliases a whole label set or a request buffer, which
 	// the symbol table must not keep alive.
-	d := &valueDict{name: strings.Clone(name), values: make(map[string]uint32)}
+	d := &valueDict{name: strings.Clone(name)}
 	pages := []*[symPageSize]string{}
 	d.pages.Store(&pages)
 	nd := make([]*valueDict, len(dicts)+1)
@@ -230,17 +244,20 @@ func (s *symbols) internNameLocked(name string) *valueDict {
 	return d
 }
 
-// internLocked returns the reference of value, adding it (copied into a);
-// symbols.mu must be held for writing.
-func (d *valueDict) internLocked(a *encArena, value string) uint32 {
-	if r, ok := d.values[value]; ok {
+// internLocked returns the reference of value, whose valueHash is h, adding
+// it (copied into a); symbols.mu must be held for writing.
+func (d *valueDict) internLocked(a *encArena, h uint32, value string) uint32 {
+	if r, ok := d.find(h, value); ok {
 		d.hot.Store(r + 1)
 		return r
+	}
+	r := d.n.Load()
+	if r >= maxValueRefs {
+		panic(fmt.Sprintf("index: label name %q has %d values, the most one name can hold", d.name, r))
 	}
 	// Copy: value often aliases a whole label set or a request buffer,
 	// which the symbol table must not keep alive.
 	value = a.copyString(value)
-	r := d.n.Load()
 	pages := *d.pages.Load()
 	if int(r>>symPageBits) >= len(pages) {
 		np := make([]*[symPageSize]string, len(pages)+1)
@@ -250,7 +267,7 @@ func (d *valueDict) internLocked(a *encArena, value string) uint32 {
 		pages = np
 	}
 	pages[r>>symPageBits][r&symPageMask] = value
-	d.values[value] = r
+	d.values.insert(h, r)
 	d.n.Store(r + 1)
 	d.hot.Store(r + 1)
 	return r

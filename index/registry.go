@@ -86,6 +86,17 @@ const encScratch = 64
 // durable. For an existing stream this is a hash lookup and a comparison
 // with the stored label set under a shard read lock.
 func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, created bool, err error) {
+	return ix.GetOrCreateFunc(kind, ls, t, nil)
+}
+
+// GetOrCreateFunc is GetOrCreate for callers that validate label sets before
+// they are stored: check (nil: none) is called with ls only when (kind, ls)
+// is not a known stream, before anything is interned or created, and an
+// error from it is returned unwrapped with nothing created. A label set
+// equal to a stored one passed check when it was created, so the lookup of
+// an existing stream pays nothing for validation. check may run more than
+// once for one ls (concurrent creators) and must not retain ls.
+func (ix *Index) GetOrCreateFunc(kind Kind, ls labels.Labels, t int64, check func(labels.Labels) error) (id ID, created bool, err error) {
 	if !kind.valid() {
 		return 0, false, fmt.Errorf("get or create stream: %w: %d", ErrInvalidKind, kind)
 	}
@@ -104,6 +115,11 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 	if ok {
 		ix.touchRec(id, r, t)
 		return id, false, nil
+	}
+	if check != nil {
+		if err := check(ls); err != nil {
+			return 0, false, err
+		}
 	}
 
 	var refBuf [encScratch]uint32

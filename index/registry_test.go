@@ -139,3 +139,64 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("postings of restored stream = %v, want [7]", got)
 	}
 }
+
+// TestGetOrCreateFunc: the check runs only for label sets the index does not
+// know (per kind), its error comes back unwrapped, and a rejected set is not
+// created (no stream counted, no postings).
+func TestGetOrCreateFunc(t *testing.T) {
+	errReject := errors.New("rejected")
+	known := labels.FromStrings("__name__", "up", "job", "a")
+	tests := []struct {
+		name        string
+		kind        Kind
+		ls          labels.Labels
+		reject      bool
+		wantChecked bool
+		wantCreated bool
+	}{
+		{"known stream", KindMetric, known, true, false, false},
+		{"known labels, other kind", KindLog, known, false, true, true},
+		{"new stream accepted", KindMetric, labels.FromStrings("__name__", "up", "job", "b"), false, true, true},
+		{"new stream rejected", KindMetric, labels.FromStrings("__name__", "up", "job", "c"), true, true, false},
+	}
+	ix, _, _ := testIndex(t, DefaultOptions())
+	knownID := mustCreate(t, ix, KindMetric, known, 0)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ix.NumStreams(KindAny)
+			checked := false
+			check := func(ls labels.Labels) error {
+				checked = true
+				if !labels.Equal(ls, tc.ls) {
+					t.Errorf("check got %s, want %s", ls, tc.ls)
+				}
+				if tc.reject {
+					return errReject
+				}
+				return nil
+			}
+			id, created, err := ix.GetOrCreateFunc(tc.kind, tc.ls, 0, check)
+			if checked != tc.wantChecked {
+				t.Fatalf("check called: %v, want %v", checked, tc.wantChecked)
+			}
+			if tc.reject && tc.wantChecked {
+				if err != errReject || id != 0 || created {
+					t.Fatalf("rejected: id=%d created=%v err=%v, want 0 false %v", id, created, err, errReject)
+				}
+				if n := ix.NumStreams(KindAny); n != before {
+					t.Fatalf("streams %d after a rejected create, want %d", n, before)
+				}
+				if ids := mustPostings(t, ix, tc.kind, 0, 0, labels.MustNewMatcher(labels.MatchEqual, "job", "c")); len(ids) != 0 {
+					t.Fatalf("rejected stream has postings %v", ids)
+				}
+				return
+			}
+			if err != nil || created != tc.wantCreated {
+				t.Fatalf("id=%d created=%v err=%v, want created %v", id, created, err, tc.wantCreated)
+			}
+			if !created && id != knownID {
+				t.Fatalf("id = %d, want %d", id, knownID)
+			}
+		})
+	}
+}

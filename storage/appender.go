@@ -85,32 +85,39 @@ func (a *appender) release() {
 	appenderPool.Put(a)
 }
 
-// validLabels reports whether ls is a storable label set: non-empty, names
-// sorted and unique, names and values valid UTF-8, no empty names. Labels
-// with empty values must have been dropped by the caller.
-func validLabels(ls labels.Labels) bool {
+// errEmptyValue is checkNewLabels' answer for a label set with a label of
+// empty value: seriesFor drops such labels, as Prometheus does, and retries.
+var errEmptyValue = errors.New("label with empty value")
+
+// checkNewLabels is the index's check of a label set about to become a new
+// series: non-empty, names sorted and unique, names and values valid UTF-8,
+// no empty names, all judged without the labels of empty value; then
+// errEmptyValue if there are such labels. The index calls it only
+// for label sets it does not know, so appends to existing series never pay
+// for it (a set equal to a stored one passed it when it was stored).
+func checkNewLabels(ls labels.Labels) error {
 	if ls.IsEmpty() {
-		return false
+		return fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 	}
-	ok, prev := true, ""
+	ok, empty, prev := true, false, ""
 	first := true
 	ls.Range(func(l labels.Label) {
+		if l.Value == "" {
+			empty = true // dropped before the set is checked again
+			return
+		}
 		if l.Name == "" || !utf8.ValidString(l.Name) || !utf8.ValidString(l.Value) || (!first && l.Name <= prev) {
 			ok = false
 		}
 		prev, first = l.Name, false
 	})
-	return ok
-}
-
-func hasEmptyValue(ls labels.Labels) bool {
-	empty := false
-	ls.Range(func(l labels.Label) {
-		if l.Value == "" {
-			empty = true
-		}
-	})
-	return empty
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s", ErrInvalidLabels, ls.String())
+	case empty:
+		return errEmptyValue
+	}
+	return nil
 }
 
 // seriesFor resolves ref or ls to a head series, creating it if needed. A
@@ -123,14 +130,21 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 			return s, nil
 		}
 	}
-	if hasEmptyValue(ls) {
-		ls = ls.WithoutEmpty()
+	if ls.IsEmpty() {
+		return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 	}
-	if !validLabels(ls) {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidLabels, ls.String())
+	id, created, err := db.idx.GetOrCreate(ls, t, checkNewLabels)
+	if err == errEmptyValue {
+		// Unknown as given: the series is ls without its empty labels.
+		if ls = ls.WithoutEmpty(); ls.IsEmpty() {
+			return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
+		}
+		id, created, err = db.idx.GetOrCreate(ls, t, checkNewLabels)
 	}
-	id, created, err := db.idx.GetOrCreate(ls, t)
 	if err != nil {
+		if errors.Is(err, ErrInvalidLabels) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("index series: %w", err)
 	}
 	if !created {

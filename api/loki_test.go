@@ -212,7 +212,11 @@ func TestLokiMetadataEndpoints(t *testing.T) {
 				`{"label":"status","type":"int","cardinality":1,"parsers":["logfmt"]},` +
 				`{"label":"trace_id","type":"string","cardinality":2,"parsers":["logfmt"]}],"limit":1000}`},
 		{"detected_field values", "/loki/api/v1/detected_field/level/values", with("query", `{app="api"}`), `{"values":["error","info","warn"],"limit":1000}`},
-		{"patterns", "/loki/api/v1/patterns", with("query", `{app="api"}`), `{"status":"success","data":[]}`},
+		// One line per level, each its own pattern; numbers and IDs are variable.
+		{"patterns", "/loki/api/v1/patterns", with("query", `{app="api"}`), `{"status":"success","data":[` +
+			`{"pattern":"level=error msg=\"request failed\" status=<_>","level":"error","samples":[[1796039400,1]]},` +
+			`{"pattern":"level=info msg=\"request done\" trace_id=<_>","level":"info","samples":[[1796039400,1]]},` +
+			`{"pattern":"{\"level\":\"warn\",\"msg\":\"slow\",\"latency\":<_>","level":"warn","samples":[[1796039400,1]]}]}`},
 		{"format_query", "/loki/api/v1/format_query", url.Values{"query": {`{app="api"}|="x"`}}, `{"status":"success","data":"{app=\"api\"} |= \"x\""}`},
 	}
 	for _, c := range cases {

@@ -19,6 +19,26 @@ func chunkEncoding(vt chunkenc.ValueType) chunkenc.Encoding {
 	return vt.ChunkEncoding(true, true)
 }
 
+// emptyXOR2 is an empty XOR2 chunk's bytes (its header).
+var emptyXOR2 = chunkenc.NewXOR2Chunk().Bytes()
+
+// headChunkInitialBytes is the first buffer of a head float chunk. Prometheus
+// allocates 128 bytes; a series sampled every 15-30 s fills about 64 in its
+// first ten minutes, and with a million series (most of them short-lived in
+// a cluster with run churn) the difference is tens of megabytes. The buffer
+// grows by doubling like any Go slice.
+const headChunkInitialBytes = 32
+
+// newHeadChunk returns an empty open chunk for value type vt.
+func newHeadChunk(vt chunkenc.ValueType) (chunkenc.Chunk, error) {
+	if vt == chunkenc.ValFloat {
+		b := make([]byte, len(emptyXOR2), headChunkInitialBytes)
+		copy(b, emptyXOR2)
+		return chunkenc.FromData(chunkenc.EncXOR2, b)
+	}
+	return chunkenc.NewEmptyChunk(chunkEncoding(vt))
+}
+
 func encValType(e chunkenc.Encoding) chunkenc.ValueType {
 	switch e {
 	case chunkenc.EncHistogram, chunkenc.EncHistogramST:
@@ -202,7 +222,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		db.idx.Touch(s.id, x.t)
 	}
 	if s.chunk == nil {
-		c, err := chunkenc.NewEmptyChunk(chunkEncoding(vt))
+		c, err := newHeadChunk(vt)
 		if err != nil {
 			return sealed, false, fmt.Errorf("new chunk: %w", err)
 		}

@@ -77,14 +77,13 @@ func BenchmarkSealedSize(b *testing.B) {
 	var n int
 	b.ReportAllocs()
 	for range b.N {
-		head, data := encodeChunk(es)
-		n = len(head) + len(data)
+		head, filter, data := encodeChunk(es)
+		n = len(head) + len(filter) + len(data)
 	}
-	head, _ := encodeChunk(es)
-	m, _ := decodeChunkMeta(head)
+	_, filter, _ := encodeChunk(es)
 	b.ReportMetric(float64(n)/float64(len(es)), "B/line")
 	b.ReportMetric(float64(raw)/float64(len(es)), "raw-B/line")
-	b.ReportMetric(float64(len(m.filter.b))/float64(len(es)), "filter-B/line")
+	b.ReportMetric(float64(len(filter))/float64(len(es)), "filter-B/line")
 }
 
 // BenchmarkNeedleSearch: |= "<trace id>" over 100 sealed chunks; the token

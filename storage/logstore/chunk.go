@@ -13,17 +13,20 @@ import (
 	"github.com/weftdb/weft/storage/logentry"
 )
 
-// A sealed chunk is two values (docs/format/logs.md):
+// A sealed chunk is three values (docs/format/logs.md):
 //
-// the header, under the chunk key (tag 'C'), small so that a scan of a
-// stream's chunks reads little:
+// the header, under the chunk key (tag 'C'), a few dozen bytes so that a
+// scan of a stream's chunks reads little:
 //
 //	version byte (chunkVersion)
 //	uvarint n, varint minT, varint maxT     count and time range (ns)
 //	uvarint lineBytes                       sum of the line lengths
 //	uvarint k, k length-prefixed names      distinct structured metadata names, sorted
-//	token filter                            uvarint words, words little-endian
+//	uvarint filter length                   the length of the filter value
 //	uvarint data length                     the length of the data value
+//
+// the token filter, under the filter key (tag 'F', same suffix): its words,
+// little-endian;
 //
 // and the data, under the data key (tag 'D', same suffix):
 //
@@ -81,7 +84,8 @@ type chunkMeta struct {
 	// for version 1 chunks, whose names are not recorded.
 	names      []byte
 	namesKnown bool
-	filter     bloom
+	filter     bloom // version 1: inline; version 2: set from the filter value
+	filterLen  uint64
 	dataLen    uint64
 	body       []byte // version 1: the compressed columns, inline
 }
@@ -90,8 +94,8 @@ type chunkMeta struct {
 var itemPool = sync.Pool{New: func() any { return new([]uint64) }}
 
 // encodeChunk encodes es (sorted by timestamp, non-empty) as a chunk
-// header and data value.
-func encodeChunk(es []logentry.Entry) (head, data []byte) {
+// header, filter and data value.
+func encodeChunk(es []logentry.Entry) (head, filter, data []byte) {
 	if len(es) == 0 || len(es) > chunkenc.MaxColumnLen {
 		panic(fmt.Sprintf("BUG: chunk of %d entries", len(es)))
 	}
@@ -137,9 +141,22 @@ func encodeChunk(es []logentry.Entry) (head, data []byte) {
 	for _, n := range names {
 		head = appendString(head, n)
 	}
-	head = appendBloom(head, words)
+	filter = make([]byte, 0, 8*len(words))
+	for _, w := range words {
+		filter = binary.LittleEndian.AppendUint64(filter, w)
+	}
+	head = binary.AppendUvarint(head, uint64(len(filter)))
 	head = binary.AppendUvarint(head, uint64(len(data)))
-	return head, data
+	return head, filter, data
+}
+
+// setFilter attaches the chunk's filter value (version 2).
+func (m *chunkMeta) setFilter(v []byte) error {
+	if uint64(len(v)) != m.filterLen || len(v)%8 != 0 {
+		return fmt.Errorf("chunk filter length %d, header says %d: %w", len(v), m.filterLen, ErrCorrupt)
+	}
+	m.filter = bloom{b: v}
+	return nil
 }
 
 // decodeChunkMeta reads a chunk header; it aliases src.
@@ -181,8 +198,12 @@ func decodeChunkMeta(src []byte) (chunkMeta, error) {
 		}
 		m.names, m.namesKnown = start[:len(start)-len(src)], true
 	}
-	if m.filter, src, err = decodeBloom(src); err != nil {
-		return m, err
+	if m.version == chunkVersionV1 {
+		if m.filter, src, err = decodeBloom(src); err != nil {
+			return m, err
+		}
+	} else if m.filterLen, src, err = readUvarint(src); err != nil || m.filterLen > 8*maxBloomWords {
+		return m, fmt.Errorf("chunk filter length: %w", ErrCorrupt)
 	}
 	bl, src, err := readUvarint(src)
 	if err != nil {

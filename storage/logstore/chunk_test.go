@@ -20,9 +20,12 @@ func TestChunkRoundTrip(t *testing.T) {
 	}
 	for name, es := range cases {
 		t.Run(name, func(t *testing.T) {
-			head, data := encodeChunk(es)
+			head, filter, data := encodeChunk(es)
 			m, err := decodeChunkMeta(head)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.setFilter(filter); err != nil {
 				t.Fatal(err)
 			}
 			if m.n != len(es) || m.minT != es[0].Timestamp || m.maxT != es[len(es)-1].Timestamp {
@@ -76,9 +79,12 @@ func TestFilterSound(t *testing.T) {
 		}
 		es = append(es, ent(int64(i), sb.String(), "trace_id", fmt.Sprintf("%016x", r.Uint64())))
 	}
-	head, _ := encodeChunk(es)
+	head, filter, _ := encodeChunk(es)
 	m, err := decodeChunkMeta(head)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.setFilter(filter); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range es {
@@ -106,13 +112,16 @@ func TestFilterSound(t *testing.T) {
 }
 
 func FuzzDecodeChunk(f *testing.F) {
-	head, data := encodeChunk([]logentry.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")})
-	f.Add(head, data)
-	f.Add([]byte{chunkVersion, 1, 2, 2, 0}, []byte{})
-	f.Add([]byte{chunkVersionV1, 1, 2, 2, 0, 0, 0}, []byte{})
-	f.Fuzz(func(t *testing.T, head, data []byte) {
+	head, filter, data := encodeChunk([]logentry.Entry{ent(1, "a b c", "k", "v"), ent(2, "d")})
+	f.Add(head, filter, data)
+	f.Add([]byte{chunkVersion, 1, 2, 2, 0}, []byte{}, []byte{})
+	f.Add([]byte{chunkVersionV1, 1, 2, 2, 0, 0, 0}, []byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, head, filter, data []byte) {
 		m, err := decodeChunkMeta(head)
 		if err != nil {
+			return
+		}
+		if m.version == chunkVersion && m.setFilter(filter) != nil {
 			return
 		}
 		m.filter.mayContain("abcdef gh")

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"encoding/binary"
+	"sort"
 	"strings"
 
 	"github.com/weftdb/weft/storage/logentry"
@@ -66,6 +67,11 @@ func (st *stream) selectHead(dst []logentry.Entry, p logentry.SelectParams, h Hi
 		if f.Op == logentry.LineContains {
 			contains = append(contains, f.Value)
 		}
+	}
+	if len(contains) == 0 && len(h.MetadataEqual) == 0 && !st.unsorted {
+		lo := sort.Search(len(st.entries), func(i int) bool { return st.entries[i].Timestamp >= p.Start })
+		hi := sort.Search(len(st.entries), func(i int) bool { return st.entries[i].Timestamp >= p.End })
+		return append(dst, st.entries[lo:hi]...)
 	}
 	from := 0
 	for _, sg := range st.segs {

@@ -23,6 +23,7 @@ const (
 	tagRecent byte = 'R' // R id seq → entries of one push, not yet sealed
 	tagChunk  byte = 'C' // C part id minT seq → sealed chunk header (with the token filter)
 	tagData   byte = 'D' // D part id minT seq → the chunk's data (timestamps, compressed lines)
+	tagFilter byte = 'F' // F part id minT seq → the chunk's token filter
 	tagSeq    byte = 'N' // N → high-water mark of seq numbers used by chunks
 )
 
@@ -62,9 +63,14 @@ func chunkKey(part int64, id index.ID, minT int64, seq uint64) []byte {
 }
 
 // dataKey returns the data key of the chunk with header key k.
-func dataKey(k []byte) []byte {
+func dataKey(k []byte) []byte { return withTag(k, tagData) }
+
+// filterKey returns the filter key of the chunk with header key k.
+func filterKey(k []byte) []byte { return withTag(k, tagFilter) }
+
+func withTag(k []byte, tag byte) []byte {
 	d := slices.Clone(k)
-	d[1] = tagData
+	d[1] = tag
 	return d
 }
 

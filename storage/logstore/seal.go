@@ -80,8 +80,11 @@ func (s *Store) sealStream(st *stream) error {
 		}
 		seq := s.seq.Add(1)
 		key := chunkKey(part, st.id, es[0].Timestamp, seq)
-		head, data := encodeChunk(es[:end])
+		head, filter, data := encodeChunk(es[:end])
 		if err := b.Set(key, head, nil); err != nil {
+			return fmt.Errorf("seal stream %d: %w", st.id, err)
+		}
+		if err := b.Set(filterKey(key), filter, nil); err != nil {
 			return fmt.Errorf("seal stream %d: %w", st.id, err)
 		}
 		if err := b.Set(dataKey(key), data, nil); err != nil {
@@ -108,6 +111,10 @@ func (s *Store) sealStream(st *stream) error {
 	st.entries = slices.Clone(st.entries[n:])
 	st.segs = nil
 	st.indexHead()
+	if len(st.entries) == 0 {
+		st.names = nil
+	}
+	st.unsorted = !slices.IsSortedFunc(st.entries, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 	st.seqs = slices.Clone(st.seqs[nseq:])
 	st.bytes = 0
 	for _, e := range st.entries {
@@ -132,7 +139,7 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 	cut := s.partOf(t) // partitions < cut end at or before t's partition start
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, tag := range []byte{tagChunk, tagData, tagPart} {
+	for _, tag := range []byte{tagChunk, tagData, tagFilter, tagPart} {
 		lo, _ := tagBound(tag)
 		if err := b.DeleteRange(lo, partBound(tag, cut), nil); err != nil {
 			return fmt.Errorf("drop partitions: %w", err)

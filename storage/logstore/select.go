@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"cmp"
 	"container/heap"
 	"context"
@@ -74,8 +75,12 @@ func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h 
 		}
 		st.mu.Lock()
 		sel.head = st.selectHead(nil, p, h)
+		sel.headNames = st.names
+		unsorted := st.unsorted
 		st.mu.Unlock()
-		slices.SortStableFunc(sel.head, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		if unsorted {
+			slices.SortStableFunc(sel.head, func(a, b logentry.Entry) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		}
 		it.streams = append(it.streams, sel)
 	}
 	s.mu.RUnlock()
@@ -87,9 +92,10 @@ func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h 
 // selStream is one selected stream: its head entries in range (sorted) and
 // the partitions to read chunks from.
 type selStream struct {
-	st    *stream
-	head  []logentry.Entry
-	parts []int64
+	st        *stream
+	head      []logentry.Entry
+	headNames []string // a superset of the head's metadata names (never modified)
+	parts     []int64
 }
 
 // iterator implements logentry.Iterator over a Pebble snapshot.
@@ -180,39 +186,74 @@ func (it *iterator) openStream(sel selStream) error {
 	if len(sel.head) > 0 {
 		it.merge = append(it.merge, &cursor{key: sel.head[0].Timestamp, entries: sel.head})
 	}
+	needFilter := false
+	for _, f := range it.p.LineFilters {
+		needFilter = needFilter || f.Op == logentry.LineContains
+	}
+	for _, l := range it.hints.MetadataEqual {
+		needFilter = needFilter || !sel.st.ls.Has(l.Name)
+	}
 	for _, part := range sel.parts {
-		lo := chunkPrefix(part, sel.st.id)
-		hi := chunkKey(part, sel.st.id, it.p.End, 0) // chunks starting at or after End cannot match
-		iter, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-		if err != nil {
+		if err := it.openPart(sel, part, needFilter); err != nil {
+			return err
+		}
+	}
+	heap.Init(&it.merge)
+	return nil
+}
+
+// openPart adds to the merge heap the chunks of sel in part that overlap
+// the range and, when needFilter, whose token filter lets the line filters
+// and metadata hints through.
+func (it *iterator) openPart(sel selStream, part int64, needFilter bool) error {
+	lo := chunkPrefix(part, sel.st.id)
+	hi := chunkKey(part, sel.st.id, it.p.End, 0) // chunks starting at or after End cannot match
+	iter, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("select logs: %w", err)
+	}
+	defer iter.Close()
+	var fiter *pebble.Iterator // filters, sought in key order
+	if needFilter {
+		if fiter, err = it.snap.NewIter(&pebble.IterOptions{LowerBound: withTag(lo, tagFilter), UpperBound: withTag(hi, tagFilter)}); err != nil {
 			return fmt.Errorf("select logs: %w", err)
 		}
-		for iter.First(); iter.Valid(); iter.Next() {
-			v, err := iter.ValueAndErr()
-			if err != nil {
-				iter.Close()
-				return fmt.Errorf("select logs: read chunk: %w", err)
-			}
-			m, err := decodeChunkMeta(v)
-			if err != nil {
-				iter.Close()
-				return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
-			}
-			if m.maxT < it.p.Start {
-				continue
+		defer fiter.Close()
+	}
+	for iter.First(); iter.Valid(); iter.Next() {
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("select logs: read chunk: %w", err)
+		}
+		m, err := decodeChunkMeta(v)
+		if err != nil {
+			return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
+		}
+		if m.maxT < it.p.Start {
+			continue
+		}
+		if needFilter {
+			if m.version != chunkVersionV1 {
+				fk := filterKey(iter.Key())
+				if !fiter.SeekGE(fk) || !bytes.Equal(fiter.Key(), fk) {
+					return fmt.Errorf("select logs: chunk of stream %d without its filter: %w", sel.st.id, ErrCorrupt)
+				}
+				fv, err := fiter.ValueAndErr()
+				if err != nil {
+					return fmt.Errorf("select logs: read chunk filter: %w", err)
+				}
+				if err := m.setFilter(fv); err != nil {
+					return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
+				}
 			}
 			if !m.mayMatch(it.p.LineFilters) || !it.mayHaveMeta(sel.st, m) {
 				it.chunksSkipped++
 				continue
 			}
-			m.names, m.filter, m.body = nil, bloom{}, nil // they alias the iterator's value
-			it.merge = append(it.merge, &cursor{key: m.minT, pending: slices.Clone(iter.Key()), meta: m})
 		}
-		if err := iter.Close(); err != nil {
-			return fmt.Errorf("select logs: %w", err)
-		}
+		m.names, m.filter, m.body = nil, bloom{}, nil // they alias the iterators' values
+		it.merge = append(it.merge, &cursor{key: m.minT, pending: slices.Clone(iter.Key()), meta: m})
 	}
-	heap.Init(&it.merge)
 	return nil
 }
 

@@ -79,6 +79,8 @@ type stream struct {
 	mu       sync.Mutex
 	entries  []logentry.Entry
 	segs     []headSeg // token filters over entries, in segments
+	names    []string  // sorted metadata names of the entries (a superset after sealing)
+	unsorted bool      // entries are not in timestamp order
 	seqs     []uint64  // recent records holding entries
 	bytes    int
 	oldest   time.Time // arrival of the oldest unsealed push (zero: empty)
@@ -255,11 +257,18 @@ func (st *stream) appendLocked(es []logentry.Entry, seq uint64, now time.Time) {
 	if len(st.entries) == 0 {
 		st.oldest = now
 	}
+	for i, e := range es {
+		if i == 0 && len(st.entries) > 0 && e.Timestamp < st.entries[len(st.entries)-1].Timestamp ||
+			i > 0 && e.Timestamp < es[i-1].Timestamp {
+			st.unsorted = true
+		}
+	}
 	st.entries = append(st.entries, es...)
 	st.indexHead()
 	st.seqs = append(st.seqs, seq)
 	for _, e := range es {
 		st.bytes += entrySize(e)
+		st.names = addNames(st.names, e.Metadata)
 	}
 }
 

@@ -61,14 +61,12 @@ func (s *Store) SelectTimestamps(ctx context.Context, p logentry.SelectParams, f
 		if len(sel.head) > 0 {
 			var d dupFilter
 			ts = ts[:0]
-			var names []string
 			for _, e := range sel.head {
 				if !d.seen(e.Timestamp, e.Line) {
 					ts = append(ts, e.Timestamp)
-					names = addNames(names, e.Metadata)
 				}
 			}
-			if err := f(sel.st.ls, names, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil }); err != nil {
+			if err := f(sel.st.ls, sel.headNames, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil }); err != nil {
 				return err
 			}
 		}
@@ -226,11 +224,12 @@ func inRange(ts []int64, start, end int64) []int64 {
 	return ts[lo:hi]
 }
 
-// addNames adds md's names to the sorted set names.
+// addNames adds md's names to the sorted set names. A new name makes a
+// new slice: readers may hold the old one.
 func addNames(names []string, md labels.Labels) []string {
 	md.Range(func(l labels.Label) {
 		if i, ok := slices.BinarySearch(names, l.Name); !ok {
-			names = slices.Insert(names, i, l.Name)
+			names = slices.Insert(slices.Clip(names), i, l.Name)
 		}
 	})
 	return names

@@ -47,6 +47,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "weft:", err)
 		return exitUsage
 	}
+	setGCPercent(os.Getenv("GOGC"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := app.Run(ctx, opts); err != nil {
@@ -54,6 +55,21 @@ func run(args []string, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// defaultGCPercent is weft's garbage-collection target when the GOGC
+// environment variable is not set. Go's default, 100, lets the heap grow to
+// twice the live data before collecting; a store's live data is mostly its
+// head and index, so that is where most of its resident memory would go.
+// 50 keeps the peak near 1.5x live (about a fifth less RSS with 300k series
+// in weft-bench) for about 5% more CPU per ingested sample.
+const defaultGCPercent = 50
+
+// setGCPercent applies defaultGCPercent unless the operator chose GOGC.
+func setGCPercent(env string) {
+	if env == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 // parseFlags turns the command line (and the -config file it names) into

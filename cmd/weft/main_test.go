@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,18 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, want %d; output %q lacks %q", code, c.code, stderr.String(), c.out)
 			}
 		})
+	}
+}
+
+func TestSetGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	setGCPercent("")
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
+	}
+	setGCPercent("100") // the runtime already applied the operator's value
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=100: GC percent %d, want it left alone", got)
 	}
 }

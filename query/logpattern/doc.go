@@ -14,8 +14,8 @@
 //   - a new cluster starts from its first line with number-like tokens
 //     ("42", "12ms", "10.0.0.7", timestamps) already variable;
 //   - in the leaf it joins the most similar cluster (the share of positions
-//     where the template has the line's literal token) if the
-//     similarity reaches Options.Similarity, turning the positions that
+//     where the template has the line's literal token, or a wildcard where
+//     the line has a number-like token) if the similarity reaches Options.Similarity, turning the positions that
 //     differ into wildcards; otherwise it starts a new cluster.
 //
 // Work is bounded: lines are cut at Options.MaxLineBytes and

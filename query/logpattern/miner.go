@@ -195,11 +195,13 @@ func (m *Miner) leaf(ts []token) *node {
 }
 
 // similarity is the share of positions where the template has the line's
-// literal token (Drain's simSeq: wildcards do not count, so a template does
-// not grow more permissive as it generalizes), and the number of wildcards
-// (to break ties in favour of the more general template). A template that
-// is all wildcards matches every line of its length (1). Templates whose
-// spacing differs from the line's never match (-1).
+// literal token, or a wildcard where the line has a number-like token (the
+// masks of two numbers match, as in Drain's preprocessing). Other
+// wildcards do not count (Drain's simSeq), so a template does not grow
+// more permissive as it generalizes. The second result, the number of
+// wildcards, breaks ties in favour of the more general template. A
+// template that is all wildcards matches every line of its length (1).
+// Templates whose spacing differs from the line's never match (-1).
 func similarity(tpl, ts []token) (float64, int) {
 	if len(tpl) != len(ts) || len(ts) == 0 {
 		return -1, 0
@@ -212,6 +214,9 @@ func similarity(tpl, ts []token) (float64, int) {
 		switch {
 		case tpl[i].wild:
 			wild++
+			if ts[i].wild || numeric(ts[i].text) {
+				same++
+			}
 		case tpl[i].text == ts[i].text:
 			same++
 		}

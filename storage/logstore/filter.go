@@ -31,7 +31,7 @@ const (
 	// bitsPerItem and numHashes give about 5% false positives per item
 	// (the filter is blocked, below); needles test several items, so a
 	// chunk is rarely read in vain.
-	bitsPerItem = 7
+	bitsPerItem = 6
 	numHashes   = 4
 
 	itemWord byte = 1

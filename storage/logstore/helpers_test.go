@@ -45,6 +45,7 @@ func (t *testDB) close(tb testing.TB) {
 func testOptions() Options {
 	o := DefaultOptions()
 	o.MaintenanceInterval = -1
+	o.NoSealOnClose = true // tests close the database before their cleanup closes the store
 	return o
 }
 

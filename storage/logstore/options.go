@@ -32,6 +32,10 @@ type Options struct {
 	// and applies retention. Default 1 minute; negative starts no goroutine
 	// (callers then use Seal and DropBefore).
 	MaintenanceInterval time.Duration
+	// NoSealOnClose leaves the heads in their recent records at Close
+	// (the default seals them into chunks: smaller on disk, and the next
+	// Open has nothing to replay).
+	NoSealOnClose bool
 	// Logger receives maintenance errors; nil is a no-op logger.
 	Logger *slog.Logger
 	// Now returns the current time; nil is time.Now. For tests.

@@ -378,14 +378,32 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 	return nil
 }
 
-// Close stops the maintenance goroutine. The heads need no flushing (they
-// are in the recent records). Idempotent; the database stays open.
+// Close stops the background goroutines and then, unless
+// Options.NoSealOnClose, seals every head into chunks and compacts the
+// range of the (now deleted) recent records, so that the data is stored
+// compactly and the next Open reads no recent records (the heads are
+// durable either way). Pushes after Close fail with ErrClosed. Idempotent;
+// the database stays open.
 func (s *Store) Close() error {
+	first := false
 	s.stopOnce.Do(func() {
+		first = true
 		s.closed.Store(true)
 		close(s.stop)
 	})
 	s.wg.Wait()
+	if first && !s.opts.NoSealOnClose {
+		if err := s.Seal(context.Background(), true); err != nil {
+			return fmt.Errorf("close log store: %w", err)
+		}
+		// Recent records flushed before they were sealed stay in the
+		// files, shadowed by their deletions, until a compaction reaches
+		// them: compact their range now (it holds nothing live).
+		lo, hi := tagBound(tagRecent)
+		if err := s.db.Compact(context.Background(), lo, hi, false); err != nil {
+			return fmt.Errorf("close log store: compact recent records: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -170,3 +170,35 @@ func TestHeadFilter(t *testing.T) {
 	}
 	it.Close()
 }
+
+// Close seals the heads: nothing is left to replay, and the data reads the
+// same after reopening.
+func TestSealOnClose(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, dir)
+	o := testOptions()
+	o.NoSealOnClose = false
+	s, err := Open(context.Background(), db.db, db.ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := labels.FromStrings("app", "x")
+	push(t, s, ls, benchLines(0, 300)...)
+	want := selectAll(t, s, all())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := tagBound(tagRecent)
+	n := 0
+	if err := s.scan(lo, hi, func(_, _ []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("%d recent records after Close (%v)", n, err)
+	}
+	db.close(t)
+	db = openTestDB(t, dir)
+	defer db.close(t)
+	s = openTestStore(t, db, testOptions())
+	got := selectAll(t, s, all())
+	if len(got) != len(want) || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] {
+		t.Fatalf("after reopen %d entries, want %d", len(got), len(want))
+	}
+}

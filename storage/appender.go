@@ -85,41 +85,6 @@ func (a *appender) release() {
 	appenderPool.Put(a)
 }
 
-// errEmptyValue is checkNewLabels' answer for a label set with a label of
-// empty value: seriesFor drops such labels, as Prometheus does, and retries.
-var errEmptyValue = errors.New("label with empty value")
-
-// checkNewLabels is the index's check of a label set about to become a new
-// series: non-empty, names sorted and unique, names and values valid UTF-8,
-// no empty names, all judged without the labels of empty value; then
-// errEmptyValue if there are such labels. The index calls it only
-// for label sets it does not know, so appends to existing series never pay
-// for it (a set equal to a stored one passed it when it was stored).
-func checkNewLabels(ls labels.Labels) error {
-	if ls.IsEmpty() {
-		return fmt.Errorf("%w: empty label set", ErrInvalidLabels)
-	}
-	ok, empty, prev := true, false, ""
-	first := true
-	ls.Range(func(l labels.Label) {
-		if l.Value == "" {
-			empty = true // dropped before the set is checked again
-			return
-		}
-		if l.Name == "" || !utf8.ValidString(l.Name) || !utf8.ValidString(l.Value) || (!first && l.Name <= prev) {
-			ok = false
-		}
-		prev, first = l.Name, false
-	})
-	switch {
-	case !ok:
-		return fmt.Errorf("%w: %s", ErrInvalidLabels, ls.String())
-	case empty:
-		return errEmptyValue
-	}
-	return nil
-}
-
 // seriesFor resolves ref or ls to a head series, creating it if needed. A
 // new series' record is logged to the WAL right away, so that it precedes
 // any sample that refers to it whichever appender commits first.

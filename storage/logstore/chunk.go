@@ -60,7 +60,7 @@ func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
 		var err error
 		// EncodeAll and DecodeAll are safe for concurrent use; concurrency 1
 		// keeps them from starting goroutines.
-		zstdEnc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
+		zstdEnc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
 			zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
 		if err != nil {
 			panic("BUG: zstd encoder options: " + err.Error())

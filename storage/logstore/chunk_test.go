@@ -144,3 +144,16 @@ func FuzzDecodeEntries(f *testing.F) {
 		}
 	})
 }
+
+func TestEntriesSize(t *testing.T) {
+	for _, es := range [][]logentry.Entry{
+		nil,
+		{ent(0, "")},
+		{ent(-1, "x", "k", "v"), ent(1<<62, strings.Repeat("y", 300), "a", strings.Repeat("b", 200), "c", "")},
+		{ent(-1<<62, "ünï"), ent(63, "z"), ent(-64, "w"), ent(64, "v")},
+	} {
+		if got, want := entriesSize(es), len(appendEntries(nil, es)); got != want {
+			t.Fatalf("entriesSize %d, encoded %d", got, want)
+		}
+	}
+}

@@ -39,9 +39,15 @@ const (
 	itemMeta byte = 3
 )
 
-func isWordByte(c byte) bool {
-	return c >= 0x80 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
+// wordBytes marks the bytes that make up words.
+var wordBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 0x80 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	return t
+}()
+
+func isWordByte(c byte) bool { return wordBytes[c] }
 
 // eachWord calls f with each word of s and whether it has a separator (or
 // nothing: edge) on each side inside s.
@@ -60,15 +66,12 @@ func eachWord(s string, f func(w string, start, end int)) {
 	}
 }
 
-// mix64 is a bijective 64-bit finalizer (splitmix64's): distinct keys give
-// distinct, well-spread hashes.
+// mix64 is a bijective 64-bit mix (multiply, then fold the high bits into
+// the low ones): distinct keys give distinct hashes, spread in both the
+// high bits (the filter word) and the low bits (the bits in the word).
 func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	x *= 0x9e3779b97f4a7c15
+	return x ^ x>>29
 }
 
 // gramHash hashes a gramLen-byte window: the five bytes, the tag and the
@@ -82,8 +85,18 @@ func gramHash(g string) uint64 {
 // wordHash hashes a word shorter than gramLen the same way.
 func wordHash(w string) uint64 {
 	var k uint64
-	for i := 0; i < len(w); i++ {
-		k |= uint64(w[i]) << (8 * i)
+	switch len(w) {
+	case 4:
+		k = uint64(w[3]) << 24
+		fallthrough
+	case 3:
+		k |= uint64(w[2]) << 16
+		fallthrough
+	case 2:
+		k |= uint64(w[1]) << 8
+		fallthrough
+	case 1:
+		k |= uint64(w[0])
 	}
 	return mix64(k | uint64(itemWord)<<56 | uint64(len(w))<<48)
 }

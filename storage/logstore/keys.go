@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -144,6 +145,7 @@ func readString(src []byte) (string, []byte, error) {
 // count, then per entry varint timestamp, length-prefixed line and the
 // metadata labels.
 func appendEntries(dst []byte, es []logentry.Entry) []byte {
+	dst = slices.Grow(dst, entriesSize(es))
 	dst = binary.AppendUvarint(dst, uint64(len(es)))
 	for _, e := range es {
 		dst = binary.AppendVarint(dst, e.Timestamp)
@@ -151,6 +153,28 @@ func appendEntries(dst []byte, es []logentry.Entry) []byte {
 		dst = appendLabels(dst, e.Metadata)
 	}
 	return dst
+}
+
+// entriesSize is the length of appendEntries' output.
+func entriesSize(es []logentry.Entry) int {
+	n := uvarintLen(uint64(len(es)))
+	for _, e := range es {
+		n += varintLen(e.Timestamp) + uvarintLen(uint64(len(e.Line))) + len(e.Line) + uvarintLen(uint64(e.Metadata.Len()))
+		e.Metadata.Range(func(l labels.Label) {
+			n += uvarintLen(uint64(len(l.Name))) + len(l.Name) + uvarintLen(uint64(len(l.Value))) + len(l.Value)
+		})
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
 }
 
 func decodeEntries(dst []logentry.Entry, src []byte) ([]logentry.Entry, error) {

@@ -324,7 +324,13 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 			}
 		}
 		seq := s.seq.Add(1)
-		if err := b.Set(recentKey(id, seq), appendEntries(nil, ps.Entries), nil); err != nil {
+		key := recentKey(id, seq)
+		op := b.SetDeferred(len(key), entriesSize(ps.Entries)) // encoded in place: no copy
+		copy(op.Key, key)
+		if v := appendEntries(op.Value[:0], ps.Entries); len(v) != len(op.Value) {
+			panic(fmt.Sprintf("BUG: entries encode to %d bytes, sized %d", len(v), len(op.Value)))
+		}
+		if err := op.Finish(); err != nil {
 			return fmt.Errorf("push: %w", err)
 		}
 		todo = append(todo, pending{st, seq, ps.Entries})

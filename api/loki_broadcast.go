@@ -16,15 +16,34 @@ import (
 // whose stream selector matches. Publishing never waits for a tail client:
 // each connection has a bounded queue, and what does not fit is dropped and
 // reported to that client in dropped_entries. Safe for concurrent use; it
-// owns no goroutines.
+// owns no goroutines. Close ends the tail connections (at shutdown).
 type LogBroadcaster struct {
-	mu   sync.RWMutex
-	subs map[*tailSub]struct{}
+	mu     sync.RWMutex
+	subs   map[*tailSub]struct{}
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
 }
 
 // NewLogBroadcaster returns a broadcaster without subscribers.
 func NewLogBroadcaster() *LogBroadcaster {
-	return &LogBroadcaster{subs: map[*tailSub]struct{}{}}
+	return &LogBroadcaster{subs: map[*tailSub]struct{}{}, done: make(chan struct{})}
+}
+
+// Close ends every tail connection (closing its WebSocket at once) and
+// waits until their handlers have returned; later tail requests answer
+// 503. Publishing goes on working (there is no one to publish to).
+// Idempotent. Call it when the HTTP server shuts down
+// (http.Server.RegisterOnShutdown): Shutdown does not wait for WebSocket
+// connections.
+func (b *LogBroadcaster) Close() {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.done)
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
 }
 
 // Pusher returns p wrapped so that every successful Push is published to
@@ -63,12 +82,18 @@ func (b *LogBroadcaster) Publish(streams []logstore.PushStream) {
 
 // subscribe registers a tail connection for the streams that match ms.
 // maxQueued bounds its queued entries, maxDropped the dropped entries it
-// remembers until the next take. The caller must unsubscribe.
+// remembers until the next take. It returns nil after Close; otherwise the
+// caller must unsubscribe when its connection ends, and end it when done
+// (see Close) is closed.
 func (b *LogBroadcaster) subscribe(ms []*labels.Matcher, maxQueued, maxDropped int) *tailSub {
 	s := &tailSub{ms: ms, notify: make(chan struct{}, 1), maxQueued: maxQueued, maxDropped: maxDropped}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
 	b.subs[s] = struct{}{}
-	b.mu.Unlock()
+	b.wg.Add(1)
 	return s
 }
 
@@ -76,6 +101,7 @@ func (b *LogBroadcaster) unsubscribe(s *tailSub) {
 	b.mu.Lock()
 	delete(b.subs, s)
 	b.mu.Unlock()
+	b.wg.Done()
 }
 
 // tailBatch is some entries of one stream, ascending or not.

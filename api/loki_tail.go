@@ -35,7 +35,9 @@ const (
 // timestamp) and sent in timestamp order. Entries a slow client cannot
 // take are dropped (beyond TailMaxQueued) and listed in the next message's
 // "dropped_entries"; ingest never waits for a client. An entry that is both
-// in the backfill and pushed while it was read is sent once.
+// in the backfill and pushed while it was read is sent once. The
+// connection, and its goroutines, end when the client goes away or the
+// broadcaster is closed.
 func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 	q := r.FormValue("query")
 	expr, err := logql.ParseExpr(q)
@@ -69,8 +71,13 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	sub := a.opts.Broadcaster.subscribe(sel.Matchers, a.opts.TailMaxQueued, a.opts.TailMaxDropped)
-	defer a.opts.Broadcaster.unsubscribe(sub)
+	bc := a.opts.Broadcaster
+	sub := bc.subscribe(sel.Matchers, a.opts.TailMaxQueued, a.opts.TailMaxDropped)
+	if sub == nil {
+		lokiError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	defer bc.unsubscribe(sub)
 	t := &tailConn{query: q, limit: limit, seen: map[string]struct{}{}}
 	t.eng = logql.NewEngine(&t.src, logql.EngineOptions{MaxEntriesLimit: a.opts.TailMaxQueued})
 	var backfill []logql.StreamResult
@@ -95,7 +102,17 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 	}
 	defer c.CloseNow()
 	t.c = c
-	ctx := c.CloseRead(r.Context())
+	// The connection ends when the client goes away or the broadcaster
+	// closes (shutdown); a write in progress is cut short then.
+	ctx, cancel := context.WithCancel(c.CloseRead(r.Context()))
+	defer cancel()
+	go func() {
+		select {
+		case <-bc.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if len(backfill) > 0 {
 		if err := t.write(ctx, backfill, nil); err != nil {
 			return
@@ -109,7 +126,12 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-ctx.Done():
-			c.Close(websocket.StatusNormalClosure, "")
+			select {
+			case <-bc.done:
+				c.CloseNow() // shutdown: no close handshake to wait for
+			default:
+				c.Close(websocket.StatusNormalClosure, "")
+			}
 			return
 		case <-sub.notify:
 		case <-timer.C:

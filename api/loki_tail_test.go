@@ -257,3 +257,34 @@ func TestLogBroadcasterBoundsASlowSubscriber(t *testing.T) {
 		t.Fatalf("after release: queued %d", countEntries(q))
 	}
 }
+
+// Closing the broadcaster (shutdown) ends open tail connections, waits for
+// their handlers, and turns new tail requests away with 503.
+func TestLokiTailEndsOnBroadcasterClose(t *testing.T) {
+	bc := NewLogBroadcaster()
+	e := newLokiEnvWith(t, func(o *LokiOptions) { o.Broadcaster = bc })
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="tail"}`}})
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","before"]]}]}`, ns(lokiNow)))
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "tail/before" {
+		t.Fatalf("tail sent %q", got)
+	}
+	closed := make(chan struct{})
+	go func() {
+		bc.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close did not return")
+	}
+	if _, _, err := c.Read(ctx); err == nil {
+		t.Fatal("the connection is still open after Close")
+	}
+	if code, _ := e.get(t, "/loki/api/v1/tail", url.Values{"query": {`{app="tail"}`}}, nil); code != 503 {
+		t.Errorf("tail after Close: %d, want 503", code)
+	}
+	// Pushes go on.
+	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","after"]]}]}`, ns(lokiNow)))
+}

@@ -30,6 +30,7 @@ type App struct {
 	logger  *slog.Logger
 	db      *storage.DB
 	logs    *logstore.Store
+	tail    *api.LogBroadcaster // ends Loki tail connections at shutdown
 	tracker *promql.ActiveQueryTracker
 	api     *api.Server
 	srv     *http.Server
@@ -198,6 +199,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		logger:  logger,
 		db:      db,
 		logs:    logs,
+		tail:    tail,
 		tracker: tracker,
 		api:     srvAPI,
 		srv: &http.Server{
@@ -333,6 +335,7 @@ func (a *App) Stop(ctx context.Context) error {
 			if err := <-a.serveErr; err != nil {
 				errs = append(errs, fmt.Errorf("serve http: %w", err))
 			}
+			a.tail.Close() // Shutdown does not wait for WebSocket connections
 			if a.otlpHTTP != nil {
 				if err := a.otlpHTTP.Shutdown(ctx); err != nil {
 					errs = append(errs, fmt.Errorf("drain otlp http: %w", err))

@@ -153,7 +153,7 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	if err := db.loadHeadSeries(ctx); err != nil {
 		return nil, err
 	}
-	db.wal, err = wal.Open(filepath.Join(dir, "wal"), wal.Options{SegmentSize: opts.WALSegmentSize, Logger: opts.Logger})
+	db.wal, err = wal.Open(filepath.Join(dir, "wal"), wal.Options{SegmentSize: opts.WALSegmentSize, Logger: opts.Logger, SyncInterval: max(opts.WALSyncInterval, 0)})
 	if err != nil {
 		return nil, fmt.Errorf("open wal: %w", err)
 	}

@@ -59,6 +59,7 @@ func TestReopenReplaysAndFlushes(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions()
 	opts.Retention = -1
+	opts.WALSyncInterval = -1 // fsync per commit, so WALFsyncs counts them now
 	db, err := Open(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)

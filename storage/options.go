@@ -42,6 +42,13 @@ type Options struct {
 	MaxExemplarsPerSeries int
 	// WALSegmentSize starts a new WAL segment after this many bytes. Default 64 MiB.
 	WALSegmentSize int64
+	// WALSyncInterval is the fsync policy. Commit always returns after its
+	// WAL records are written to the operating system, so a crash or
+	// kill -9 of the process loses nothing acknowledged. With a positive
+	// interval (default 1s) the WAL is fsynced that often, so a power loss
+	// can lose up to that much acknowledged data; negative fsyncs before
+	// every acknowledgement (concurrent commits share one fsync).
+	WALSyncInterval time.Duration
 	// CheckpointInterval is how often the background loop checkpoints the WAL
 	// (seals nothing, writes head state into the checkpoint). Default 10m;
 	// negative disables the background loop entirely (tests, tools).
@@ -65,6 +72,7 @@ func DefaultOptions() Options {
 		SamplesPerChunk:       defaultSamplesPerChunk,
 		MaxExemplarsPerSeries: 16,
 		WALSegmentSize:        64 << 20,
+		WALSyncInterval:       time.Second,
 		CheckpointInterval:    10 * time.Minute,
 		CompactionInterval:    5 * time.Minute,
 	}
@@ -95,6 +103,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WALSegmentSize <= 0 {
 		o.WALSegmentSize = d.WALSegmentSize
+	}
+	if o.WALSyncInterval == 0 {
+		o.WALSyncInterval = d.WALSyncInterval
 	}
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = d.CheckpointInterval

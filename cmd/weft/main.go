@@ -93,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		adminAPI   = fs.Bool("enable-admin-api", opts.EnableAdminAPI, "serve /api/v1/admin/tsdb/delete_series and clean_tombstones")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		showVer    = fs.Bool("version", false, "print the version and exit")
+		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
 	fs.Var(&retention, "retention", "how long samples are kept, e.g. 30d, 12h (Prometheus duration syntax)")
 	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
@@ -128,6 +129,15 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	}
 	if set["out-of-order-window"] {
 		opts.Storage.OutOfOrderWindow = time.Duration(oooWindow)
+	}
+	if set["wal-sync-interval"] {
+		if *walSync < 0 {
+			return opts, fmt.Errorf("invalid -wal-sync-interval %s: must not be negative", *walSync)
+		}
+		opts.Storage.WALSyncInterval = *walSync
+		if *walSync == 0 {
+			opts.Storage.WALSyncInterval = -1 // storage: negative = fsync per commit
+		}
 	}
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI

@@ -46,7 +46,8 @@ otlp:
 			if o.DataDir != "./weft-data" || o.HTTPAddr != ":9338" || o.OTLPGRPCAddr != ":4317" || o.OTLPHTTPAddr != ":4318" {
 				t.Errorf("listeners %+v", o)
 			}
-			if o.Storage.Retention != 30*24*time.Hour || o.Storage.OutOfOrderWindow != 10*time.Minute || o.EnableAdminAPI {
+			if o.Storage.Retention != 30*24*time.Hour || o.Storage.OutOfOrderWindow != 10*time.Minute || o.EnableAdminAPI ||
+				o.Storage.WALSyncInterval != time.Second {
 				t.Errorf("storage %+v admin %v", o.Storage, o.EnableAdminAPI)
 			}
 			if o.Query.Timeout != 2*time.Minute || o.Query.MaxSamples != 50_000_000 || o.Query.LookbackDelta != 5*time.Minute || o.QueryMaxConcurrency != 20 {
@@ -77,6 +78,16 @@ otlp:
 			if o.OTLP.Ingest.TranslationStrategy != "NoTranslation" || o.OTLP.Ingest.Delta.MaxStreams != 5000 ||
 				o.OTLP.Ingest.Delta.MaxIdle != def.Delta.MaxIdle || o.OTLP.Ingest.MaxTimeSpan != def.MaxTimeSpan {
 				t.Errorf("otlp %+v", o.OTLP.Ingest)
+			}
+		}},
+		{"wal sync interval", []string{"-wal-sync-interval", "250ms"}, func(t *testing.T, o app.Options) {
+			if o.Storage.WALSyncInterval != 250*time.Millisecond {
+				t.Errorf("WALSyncInterval %v", o.Storage.WALSyncInterval)
+			}
+		}},
+		{"fsync per commit", []string{"-wal-sync-interval", "0"}, func(t *testing.T, o app.Options) {
+			if o.Storage.WALSyncInterval >= 0 {
+				t.Errorf("WALSyncInterval %v, want negative (fsync per commit)", o.Storage.WALSyncInterval)
 			}
 		}},
 		{"flags win over the file", []string{"-config", cfg, "-retention", "1d"}, func(t *testing.T, o app.Options) {
@@ -120,6 +131,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown otlp config key", []string{"-config", badOTLP}, exitUsage, "field translation_stratgy not found"},
 		{"missing config", []string{"-config", "/nonexistent.yml"}, exitUsage, "read config"},
 		{"stray argument", []string{"serve"}, exitUsage, "unexpected arguments"},
+		{"negative wal sync interval", []string{"-wal-sync-interval", "-1s"}, exitUsage, "must not be negative"},
 		{"bad log level", []string{"-log-level", "loud"}, exitUsage, "invalid -log-level"},
 	}
 	for _, c := range cases {

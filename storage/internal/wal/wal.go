@@ -1,6 +1,7 @@
 // Package wal is weft's write-ahead log: numbered segment files of CRC-checked,
 // length-prefixed records, a group-commit syncer that lets many committers share
-// one fsync, and checkpoints that replace old segments.
+// one write (and, in strict mode, one fsync), and checkpoints that replace old
+// segments.
 //
 // Record framing (see docs/format/wal.md): u32 big-endian payload length, u32
 // big-endian CRC-32C of the payload, payload. A WAL is safe for concurrent use by
@@ -22,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 const (
@@ -60,9 +62,16 @@ type Options struct {
 	SegmentSize int64
 	// Logger receives replay warnings; nil discards.
 	Logger *slog.Logger
+	// SyncInterval chooses what Sync waits for. Zero: the batch is written
+	// and fsynced (a power loss loses nothing acknowledged). Positive: the
+	// batch is written to the operating system (a crash or kill -9 of the
+	// process loses nothing acknowledged) and a background fsync runs every
+	// SyncInterval, so a power loss can lose up to that much.
+	SyncInterval time.Duration
 }
 
-// DefaultOptions returns SegmentSize 64 MiB and no logger.
+// DefaultOptions returns SegmentSize 64 MiB, no logger and an fsync per
+// group commit (SyncInterval 0).
 func DefaultOptions() Options { return Options{SegmentSize: 64 << 20} }
 
 // WAL is an open write-ahead log directory.
@@ -84,9 +93,10 @@ type WAL struct {
 
 	syncMu sync.Mutex
 	cond   *sync.Cond
-	synced uint64
+	synced uint64 // highest seq Sync may acknowledge (written, or fsynced in strict mode)
 	serr   error
 	syncs  uint64
+	dirty  bool // interval mode: written since the last fsync
 
 	kick chan struct{}
 	done chan struct{}
@@ -243,10 +253,15 @@ func (w *WAL) openSegment(n int) error {
 	return nil
 }
 
-// Start launches the group-commit syncer; Close stops it.
+// Start launches the group-commit syncer (and, with a SyncInterval, the
+// periodic fsync); Close stops them.
 func (w *WAL) Start() {
 	w.wg.Add(1)
 	go w.syncLoop()
+	if w.opts.SyncInterval > 0 {
+		w.wg.Add(1)
+		go w.fsyncLoop()
+	}
 }
 
 // BeginRecord reserves a record header at the end of dst so that the
@@ -278,7 +293,8 @@ func AppendRecord(dst, rec []byte) []byte {
 }
 
 // Log writes an already framed batch (see AppendRecord) and returns its
-// sequence number for Sync. The batch is not durable until Sync returns.
+// sequence number for Sync. The batch is not durable until Sync returns: it
+// may still be in a user-space buffer.
 func (w *WAL) Log(framed []byte) (uint64, error) {
 	w.mu.Lock()
 	if w.closed {
@@ -310,8 +326,9 @@ func (w *WAL) Log(framed []byte) (uint64, error) {
 	return seq, nil
 }
 
-// Sync blocks until the batch with sequence seq is fsynced. Concurrent callers
-// share fsyncs: the syncer flushes everything logged so far in one go.
+// Sync blocks until the batch with sequence seq is written to the segment
+// file and, without a SyncInterval, fsynced. Concurrent callers share the
+// write and the fsync: the syncer flushes everything logged so far in one go.
 func (w *WAL) Sync(seq uint64) error {
 	select {
 	case w.kick <- struct{}{}:
@@ -340,24 +357,68 @@ func (w *WAL) syncLoop() {
 		// first, so this fsync covers them too (matters most when there
 		// are fewer cores than committers).
 		runtime.Gosched()
+		strict := w.opts.SyncInterval <= 0
 		w.rotMu.RLock()
 		w.mu.Lock()
 		target := w.seq
 		err := w.bw.Flush()
 		f := w.f
 		w.mu.Unlock()
-		if err == nil {
+		if err == nil && strict {
 			err = f.Sync()
 		}
 		w.rotMu.RUnlock()
 		w.syncMu.Lock()
 		if err != nil {
 			w.serr = fmt.Errorf("sync wal: %w", err)
-		} else if target > w.synced {
+		} else if w.serr == nil && target > w.synced {
+			// After a failed fsync nothing more is acknowledged.
 			w.synced = target
-			w.syncs++
+			if strict {
+				w.syncs++
+			} else {
+				w.dirty = true
+			}
 		}
 		w.cond.Broadcast()
+		w.syncMu.Unlock()
+	}
+}
+
+// fsyncLoop fsyncs the current segment every SyncInterval while anything was
+// written since the previous fsync. A failed fsync fails every later Sync:
+// the kernel may have dropped the dirty pages, so what follows is not known
+// to be durable either.
+func (w *WAL) fsyncLoop() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		w.syncMu.Lock()
+		dirty := w.dirty
+		w.dirty = false
+		w.syncMu.Unlock()
+		if !dirty {
+			continue
+		}
+		w.rotMu.RLock()
+		w.mu.Lock()
+		f := w.f
+		w.mu.Unlock()
+		err := f.Sync()
+		w.rotMu.RUnlock()
+		w.syncMu.Lock()
+		if err != nil {
+			w.serr = fmt.Errorf("sync wal: %w", err)
+			w.cond.Broadcast()
+		} else {
+			w.syncs++
+		}
 		w.syncMu.Unlock()
 	}
 }
@@ -473,7 +534,8 @@ func (w *WAL) Size() int64 {
 	return w.total
 }
 
-// Fsyncs returns how many group fsyncs the syncer has done.
+// Fsyncs returns how many fsyncs the syncer (per group commit) or the
+// periodic syncer (with a SyncInterval) has done.
 func (w *WAL) Fsyncs() uint64 {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()

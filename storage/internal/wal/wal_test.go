@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 func openStarted(tb testing.TB, dir string, opts Options) (*WAL, [][]byte) {
@@ -238,5 +239,39 @@ func TestBeginEndRecordMatchesAppendRecord(t *testing.T) {
 				t.Fatalf("in-place framing differs from AppendRecord")
 			}
 		})
+	}
+}
+
+// With a SyncInterval, Sync returns once the batch is in the segment file
+// (visible to another reader, so it survives the process being killed),
+// and a background fsync follows.
+func TestSyncIntervalWritesBeforeAcknowledging(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions()
+	opts.SyncInterval = 10 * time.Millisecond
+	w, _ := openStarted(t, dir, opts)
+	for i := range 20 {
+		logSync(t, w, fmt.Sprintf("record-%02d", i))
+		data, err := os.ReadFile(filepath.Join(dir, segName(0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte(fmt.Sprintf("record-%02d", i))) {
+			t.Fatalf("record %d acknowledged but not in the segment file", i)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Fsyncs() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no periodic fsync within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, got := openStarted(t, dir, opts)
+	if len(got) != 20 || string(got[19]) != "record-19" {
+		t.Fatalf("replayed %d records", len(got))
 	}
 }

@@ -142,6 +142,13 @@ func (s *symbols) internPair(name, value string) (uint32, uint32) {
 // value only when it differs from its dictionary's hot value; it holds the
 // read lock until the first string it has to add, and the write lock from
 // there on.
+//
+// The value tables of per-series labels (a GPU UUID, an instance) are
+// megabytes large, so probing one for a new value is a cache miss. While it
+// holds the read lock the walk only loads each such value's home slot and
+// defers the probe to after the walk: the misses of a stream's new values
+// then overlap instead of following each other, and a home slot found empty
+// needs no probe at all.
 func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	start := len(refs)
 	sc := s.schema.Load()
@@ -152,6 +159,8 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 		s.mu.Lock()
 		locked = true
 	}
+	var deferred [maxDeferredValues]deferredValue
+	nd := 0
 	i := 0
 	s.mu.RLock()
 	// After the lock: dicts covers every name in s.names and in sc.
@@ -178,18 +187,43 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 		rv := d.hot.Load() - 1
 		if rv == math.MaxUint32 || d.at(rv) != l.Value {
 			h := valueHash(s.seed, l.Value)
-			if r, ok := d.find(h, l.Value); ok {
-				rv = r
-				d.hot.Store(rv + 1)
-			} else {
-				if !locked {
-					lock() // another interner may add it meanwhile: internLocked looks again
-				}
+			switch {
+			case !locked && nd < len(deferred):
+				deferred[nd] = deferredValue{d: d, v: l.Value, h: h, pos: len(refs) + 1, home: d.values.home(h)}
+				nd++
+			case locked:
 				rv = d.internLocked(&s.strs, h, l.Value)
+			default:
+				if r, ok := d.find(h, l.Value); ok {
+					rv = r
+					d.hot.Store(rv + 1)
+				} else {
+					lock() // another interner may add it meanwhile: internLocked looks again
+					rv = d.internLocked(&s.strs, h, l.Value)
+				}
 			}
 		}
 		refs = append(refs, rn, rv)
 	})
+	// The home slots were loaded under the read lock; once the write lock
+	// was taken (which released the read lock) they may be stale.
+	for k := range deferred[:nd] {
+		dv := &deferred[k]
+		var rv uint32
+		found := false
+		if locked || dv.home.ref1 != 0 {
+			rv, found = dv.d.find(dv.h, dv.v)
+		}
+		if found {
+			dv.d.hot.Store(rv + 1)
+		} else {
+			if !locked {
+				lock()
+			}
+			rv = dv.d.internLocked(&s.strs, dv.h, dv.v)
+		}
+		refs[dv.pos] = rv
+	}
 	if locked {
 		s.mu.Unlock()
 	} else {
@@ -199,6 +233,19 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 		s.storeSchema(refs[start:])
 	}
 	return refs
+}
+
+// maxDeferredValues bounds the probes internLabels defers per label set;
+// values past it are probed at once.
+const maxDeferredValues = 8
+
+// deferredValue is a value whose table probe internLabels deferred.
+type deferredValue struct {
+	d    *valueDict
+	v    string
+	h    uint32
+	pos  int       // index in refs of its value ref
+	home valueSlot // its home slot when deferred
 }
 
 // sameSchema reports whether sc holds the name refs of pairs (name ref,

@@ -83,3 +83,60 @@ func TestEqualLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestInternDeferredValues interns, from several goroutines at once, label
+// sets whose new values internLabels defers (up to maxDeferredValues and
+// past it) while others add names midway (forcing the write lock between
+// the walk and the deferred probes): every goroutine must get the same refs
+// for a set, and the refs must decode back to it.
+func TestInternDeferredValues(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(i int) labels.Labels
+	}{
+		{"two new values", func(i int) labels.Labels {
+			return labels.FromStrings("__name__", "m", "uuid", fmt.Sprint("u", i), "instance", fmt.Sprint("10.0.0.", i), "job", "j")
+		}},
+		{"more new values than deferred", func(i int) labels.Labels {
+			var pairs []string
+			for k := 0; k < maxDeferredValues+4; k++ {
+				pairs = append(pairs, fmt.Sprintf("l%02d", k), fmt.Sprintf("v%d-%d", k, i))
+			}
+			return labels.FromStrings(pairs...)
+		}},
+		{"new name after new values", func(i int) labels.Labels {
+			return labels.FromStrings("a", fmt.Sprint("x", i), "b", fmt.Sprint("y", i), fmt.Sprintf("n%d", i%7), "z")
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSymbols()
+			const workers, sets = 4, 300
+			encs := make([][]string, workers)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					encs[w] = make([]string, sets)
+					for k := range sets {
+						i := (k + w*97) % sets // each worker from its own start
+						encs[w][i] = string(appendLabelRefs(nil, s.internLabels(tc.set(i), nil)))
+					}
+				}()
+			}
+			wg.Wait()
+			var b labels.ScratchBuilder
+			for i := range sets {
+				for w := 1; w < workers; w++ {
+					if encs[w][i] != encs[0][i] {
+						t.Fatalf("set %d: worker %d got %x, worker 0 %x", i, w, encs[w][i], encs[0][i])
+					}
+				}
+				if got, err := s.buildLabels(encs[0][i], &b); err != nil || !labels.Equal(got, tc.set(i)) {
+					t.Fatalf("set %d decodes to %s (%v), want %s", i, got, err, tc.set(i))
+				}
+			}
+		})
+	}
+}

@@ -64,6 +64,15 @@ func (t *valueTable) find(h uint32, v string, pages []*[symPageSize]string) (uin
 	}
 }
 
+// home returns the slot a probe for hash h starts at (zero in an empty
+// table). A zero slot means the value is absent.
+func (t *valueTable) home(h uint32) valueSlot {
+	if len(t.slots) == 0 {
+		return valueSlot{}
+	}
+	return t.slots[h&uint32(len(t.slots)-1)]
+}
+
 // insert records h → ref; ref must not be stored yet.
 func (t *valueTable) insert(h, ref uint32) {
 	if (t.n+1)*8 > len(t.slots)*valueTableMaxLoad && len(t.slots) < valueTableMaxSlots {

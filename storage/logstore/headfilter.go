@@ -57,11 +57,14 @@ func (st *stream) indexHead() {
 	}
 }
 
-// selectHead appends to dst the head entries in [p.Start, p.End) that may
-// pass p's line filters: segments whose filter rules the filters out are
+// selectHead returns the head entries in [p.Start, p.End) that may pass
+// p's line filters: segments whose filter rules the filters out are
 // skipped, and each remaining entry must contain every LineContains value.
-// st.mu held.
-func (st *stream) selectHead(dst []logentry.Entry, p logentry.SelectParams, h Hints) []logentry.Entry {
+// Without filters, a sorted head's entries are returned without copying:
+// entries already in a head are never modified (appends go past them,
+// sealing replaces the slice). st.mu held.
+func (st *stream) selectHead(p logentry.SelectParams, h Hints) []logentry.Entry {
+	var dst []logentry.Entry
 	var contains []string
 	for _, f := range p.LineFilters {
 		if f.Op == logentry.LineContains {
@@ -71,7 +74,7 @@ func (st *stream) selectHead(dst []logentry.Entry, p logentry.SelectParams, h Hi
 	if len(contains) == 0 && len(h.MetadataEqual) == 0 && !st.unsorted {
 		lo := sort.Search(len(st.entries), func(i int) bool { return st.entries[i].Timestamp >= p.Start })
 		hi := sort.Search(len(st.entries), func(i int) bool { return st.entries[i].Timestamp >= p.End })
-		return append(dst, st.entries[lo:hi]...)
+		return st.entries[lo:hi:hi]
 	}
 	from := 0
 	for _, sg := range st.segs {

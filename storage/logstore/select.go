@@ -6,6 +6,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -74,7 +75,7 @@ func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h 
 			}
 		}
 		st.mu.Lock()
-		sel.head = st.selectHead(nil, p, h)
+		sel.head = st.selectHead(p, h)
 		sel.headNames = st.names
 		unsorted := st.unsorted
 		st.mu.Unlock()
@@ -105,6 +106,7 @@ type iterator struct {
 	p       logentry.SelectParams
 	hints   Hints
 	snap    *pebble.Snapshot
+	iters   map[partTag]*pebble.Iterator // see partIter
 	streams []selStream
 	next    int // index of the next stream in streams
 
@@ -208,19 +210,17 @@ func (it *iterator) openStream(sel selStream) error {
 func (it *iterator) openPart(sel selStream, part int64, needFilter bool) error {
 	lo := chunkPrefix(part, sel.st.id)
 	hi := chunkKey(part, sel.st.id, it.p.End, 0) // chunks starting at or after End cannot match
-	iter, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	iter, err := it.partIter(part, tagChunk)
 	if err != nil {
-		return fmt.Errorf("select logs: %w", err)
+		return err
 	}
-	defer iter.Close()
 	var fiter *pebble.Iterator // filters, sought in key order
 	if needFilter {
-		if fiter, err = it.snap.NewIter(&pebble.IterOptions{LowerBound: withTag(lo, tagFilter), UpperBound: withTag(hi, tagFilter)}); err != nil {
-			return fmt.Errorf("select logs: %w", err)
+		if fiter, err = it.partIter(part, tagFilter); err != nil {
+			return err
 		}
-		defer fiter.Close()
 	}
-	for iter.First(); iter.Valid(); iter.Next() {
+	for ok := iter.SeekGE(lo); ok && bytes.Compare(iter.Key(), hi) < 0; ok = iter.Next() {
 		v, err := iter.ValueAndErr()
 		if err != nil {
 			return fmt.Errorf("select logs: read chunk: %w", err)
@@ -314,9 +314,44 @@ func (it *iterator) Close() error {
 	if it.snap == nil {
 		return nil
 	}
-	err := it.snap.Close()
+	err := errors.Join(it.closeIters(), it.snap.Close())
 	it.snap = nil
 	return err
+}
+
+// partIter returns the iterator over the tag's keys (chunk headers or
+// filters) of one partition, made on first use. All streams of a select
+// share it, seeking forward in key order (streams come in ID order), which
+// Pebble serves without a fresh descent: one iterator per partition, not
+// per stream.
+func (it *iterator) partIter(part int64, tag byte) (*pebble.Iterator, error) {
+	k := partTag{part, tag}
+	if x := it.iters[k]; x != nil {
+		return x, nil
+	}
+	x, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: partBound(tag, part), UpperBound: partBound(tag, part+1)})
+	if err != nil {
+		return nil, fmt.Errorf("select logs: %w", err)
+	}
+	if it.iters == nil {
+		it.iters = map[partTag]*pebble.Iterator{}
+	}
+	it.iters[k] = x
+	return x, nil
+}
+
+type partTag struct {
+	part int64
+	tag  byte
+}
+
+func (it *iterator) closeIters() error {
+	var errs []error
+	for k, x := range it.iters {
+		errs = append(errs, x.Close())
+		delete(it.iters, k)
+	}
+	return errors.Join(errs...)
 }
 
 // cursor is a sorted run of entries, or a chunk not read yet (pending)

@@ -1,11 +1,11 @@
 package logstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/storage/logentry"
@@ -90,22 +90,18 @@ type chunkBlock struct {
 func (s *Store) chunkBlocks(it *iterator, sel selStream) ([]chunkBlock, error) {
 	var out []chunkBlock
 	for _, part := range sel.parts {
-		iter, err := it.snap.NewIter(&pebble.IterOptions{
-			LowerBound: chunkPrefix(part, sel.st.id),
-			UpperBound: chunkKey(part, sel.st.id, it.p.End, 0),
-		})
+		iter, err := it.partIter(part, tagChunk)
 		if err != nil {
-			return nil, fmt.Errorf("select timestamps: %w", err)
+			return nil, err
 		}
-		for iter.First(); iter.Valid(); iter.Next() {
+		hi := chunkKey(part, sel.st.id, it.p.End, 0)
+		for ok := iter.SeekGE(chunkPrefix(part, sel.st.id)); ok && bytes.Compare(iter.Key(), hi) < 0; ok = iter.Next() {
 			v, err := iter.ValueAndErr()
 			if err != nil {
-				iter.Close()
 				return nil, fmt.Errorf("select timestamps: read chunk: %w", err)
 			}
 			m, err := decodeChunkMeta(v)
 			if err != nil {
-				iter.Close()
 				return nil, fmt.Errorf("select timestamps: chunk of stream %d: %w", sel.st.id, err)
 			}
 			if m.maxT < it.p.Start {
@@ -115,9 +111,6 @@ func (s *Store) chunkBlocks(it *iterator, sel selStream) ([]chunkBlock, error) {
 			m.eachName(func(n string) { names = append(names, n) })
 			m.names, m.filter, m.body = nil, bloom{}, nil
 			out = append(out, chunkBlock{key: slices.Clone(iter.Key()), meta: m, names: names})
-		}
-		if err := iter.Close(); err != nil {
-			return nil, fmt.Errorf("select timestamps: %w", err)
 		}
 	}
 	return out, nil
@@ -200,6 +193,7 @@ func (it *iterator) emitBlock(sel selStream, b chunkBlock, f func(labels.Labels,
 // f once with the timestamps and metadata names of the stream's entries.
 func (it *iterator) eachStreamEntries(sel selStream, f func(ts []int64, names []string) error) error {
 	sub := &iterator{ctx: it.ctx, s: it.s, p: it.p, snap: it.snap, streams: []selStream{sel}}
+	defer sub.closeIters() // the snapshot is it's
 	var ts []int64
 	var names []string
 	for sub.Next() {

@@ -399,22 +399,21 @@ func sortSources(srcs []source) {
 }
 
 // chunkCursor reads the chunks of one partition for series visited mostly
-// in ascending ID order: a forward step of a few keys replaces a seek, and
-// a series without chunks there costs a key comparison. The iterator is
-// opened on first use.
+// in ascending ID order. It only ever seeks forward (to a series, then past
+// each chunk read), which Pebble turns into a few steps of the iterators it
+// is already positioned on, and into nothing at all when the iterator
+// already sits past the series' first possible key (a series without chunks
+// there). The iterator is opened on first use.
 type chunkCursor struct {
-	part       int64
-	it         *pebble.Iterator
-	lower      []byte
-	upper      []byte
-	key        []byte
-	positioned bool   // it is positioned after the chunks of last (or exhausted)
-	valid      bool   // it is on a key
-	last       uint64 // the series read last
+	part  int64
+	it    *pebble.Iterator
+	lower []byte
+	upper []byte
+	key   []byte
 }
 
 func (c *chunkCursor) reset(part int64) {
-	c.part, c.positioned, c.valid = part, false, false
+	c.part = part
 	c.lower = binary.BigEndian.AppendUint64(append(c.lower[:0], tagChunk), orderedInt(part))
 	c.upper = binary.BigEndian.AppendUint64(append(c.upper[:0], tagChunk), orderedInt(part)+1)
 }
@@ -428,9 +427,6 @@ func (c *chunkCursor) close() error {
 	return err
 }
 
-// cursorSteps is how many keys a cursor steps over before it seeks instead.
-const cursorSteps = 8
-
 // read appends the chunks of id that overlap [mint, maxt] to dst, in time
 // order, their data copied into arena (only their bounds without withData).
 func (c *chunkCursor) read(db *DB, id uint64, mint, maxt int64, withData bool, dst []source, arena []byte) ([]source, []byte, error) {
@@ -439,30 +435,11 @@ func (c *chunkCursor) read(db *DB, id uint64, mint, maxt int64, withData bool, d
 		if err != nil {
 			return dst, arena, fmt.Errorf("chunk iterator: %w", err)
 		}
-		c.it, c.positioned = it, false
+		c.it = it
 	}
-	found := false
-	if c.positioned && id > c.last {
-		// The iterator is on the first key after the chunks of c.last.
-		for n := 0; c.valid && n < cursorSteps; n++ {
-			if chunkKeyID(c.it.Key()) >= id {
-				found = true
-				break
-			}
-			c.valid = c.it.Next()
-		}
-		if !c.valid {
-			found = true // no more chunks in this partition
-		}
-	}
-	if !found {
-		c.key = appendChunkKey(c.key[:0], c.part, id, minInt64)
-		c.valid = c.it.SeekGE(c.key)
-	}
-	c.positioned, c.last = true, id
-	for ; c.valid; c.valid = c.it.Next() {
-		k := c.it.Key()
-		_, kid, kmint, ok := parseChunkKey(k)
+	c.key = appendChunkKey(c.key[:0], c.part, id, minInt64)
+	for valid := c.it.SeekGE(c.key); valid; valid = c.it.SeekGE(c.key) {
+		_, kid, kmint, ok := parseChunkKey(c.it.Key())
 		if !ok || kid != id || kmint > maxt {
 			break
 		}
@@ -474,28 +451,23 @@ func (c *chunkCursor) read(db *DB, id uint64, mint, maxt int64, withData bool, d
 		if err != nil {
 			return dst, arena, fmt.Errorf("chunk of series %d at %d: %w", id, kmint, err)
 		}
-		if ch.maxt < mint {
-			continue
+		if ch.maxt >= mint {
+			src := source{mint: ch.mint, maxt: ch.maxt}
+			if withData {
+				src.enc = ch.enc
+				src.data, arena = arenaCopy(arena, ch.data)
+			}
+			dst = append(dst, src)
 		}
-		src := source{mint: ch.mint, maxt: ch.maxt}
-		if withData {
-			src.enc = ch.enc
-			src.data, arena = arenaCopy(arena, ch.data)
+		if kmint == maxInt64 {
+			break
 		}
-		dst = append(dst, src)
+		c.key = appendChunkKey(c.key[:0], c.part, id, kmint+1)
 	}
 	if err := c.it.Error(); err != nil {
 		return dst, arena, fmt.Errorf("chunk iterator: %w", err)
 	}
 	return dst, arena, nil
-}
-
-// chunkKeyID is the stream ID of a chunk key (0 for a malformed key).
-func chunkKeyID(k []byte) uint64 {
-	if len(k) != chunkKeyLen {
-		return 0
-	}
-	return binary.BigEndian.Uint64(k[9:])
 }
 
 // series is one result series; Iterator may be called many times.

@@ -17,6 +17,11 @@ import (
 // pattern has one level.
 const patternLevelKey = "detected_level"
 
+// maxPatternLevels bounds the miners of one request: ingest keeps level
+// values it does not know as given, so a request could see many. Lines of
+// further levels are mined as "unknown".
+const maxPatternLevels = 32
+
 // patterns serves /loki/api/v1/patterns: it reads the lines of the stream
 // selector in query between start and end (at most PatternMaxLines, in the
 // store's stream order), mines them per detected_level with a
@@ -82,6 +87,10 @@ func (a *lokiAPI) patterns(w http.ResponseWriter, r *http.Request) {
 			level = "unknown"
 		}
 		m := miners[level]
+		if m == nil && len(miners) >= maxPatternLevels {
+			level = "unknown"
+			m = miners[level]
+		}
 		if m == nil {
 			m = logpattern.New(a.opts.Patterns)
 			miners[level] = m

@@ -144,3 +144,30 @@ func TestLokiPatternsBadRequests(t *testing.T) {
 		t.Errorf("patterns without lines: %+v", a.Data)
 	}
 }
+
+// Ingest keeps unknown level values as given; a request mines at most
+// maxPatternLevels of them apart and the rest as "unknown", counting every
+// line.
+func TestLokiPatternsManyLevels(t *testing.T) {
+	e := newLokiEnv(t)
+	var vals []string
+	for i := range 40 {
+		vals = append(vals, fmt.Sprintf(`["%s","job %d done",{"detected_level":"lvl%02d"}]`, ns(lokiNow.Add(-time.Duration(i+1)*time.Second)), i, i))
+	}
+	e.pushJSON(t, `{"streams":[{"stream":{"app":"lv"},"values":[`+strings.Join(vals, ",")+`]}]}`)
+	a := getPatterns(t, e, url.Values{"query": {`{app="lv"}`}})
+	levels := map[string]bool{}
+	var n int64
+	for _, p := range a.Data {
+		if p.Pattern != "job <_> done" {
+			t.Errorf("pattern %q", p.Pattern)
+		}
+		levels[p.Level] = true
+		for _, s := range p.Samples {
+			n += s[1]
+		}
+	}
+	if len(levels) > maxPatternLevels+1 || !levels["unknown"] || n != 40 {
+		t.Errorf("%d levels (unknown: %v), %d lines; want at most %d levels and 40 lines", len(levels), levels["unknown"], n, maxPatternLevels+1)
+	}
+}

@@ -102,7 +102,12 @@ func New(opts Options) *Miner {
 func (m *Miner) Add(line string, t int64) bool {
 	m.buf = tokenize(m.buf[:0], line, m.opts.MaxTokens, m.opts.MaxLineBytes)
 	ts := m.buf
-	leaf := m.leaf(ts)
+	full := len(m.clusters) >= m.opts.MaxClusters
+	leaf := m.leaf(ts, !full)
+	if leaf == nil { // full, and no cluster on this path
+		m.dropped++
+		return false
+	}
 	var best *cluster
 	bestSim, bestWild := -1.0, -1
 	for _, c := range leaf.clusters {
@@ -122,7 +127,7 @@ func (m *Miner) Add(line string, t int64) bool {
 		best.add(t)
 		return true
 	}
-	if len(m.clusters) >= m.opts.MaxClusters {
+	if full {
 		m.dropped++
 		return false
 	}
@@ -157,10 +162,16 @@ func newTemplate(ts []token) []token {
 	return out
 }
 
-// leaf walks (and grows) the prefix tree to the leaf of ts.
-func (m *Miner) leaf(ts []token) *node {
+// leaf walks the prefix tree to the leaf of ts, growing it if grow is
+// set; otherwise it returns nil where the path ends. (Once MaxClusters is
+// reached the tree stops growing: it has at most Depth+1 nodes per
+// cluster.)
+func (m *Miner) leaf(ts []token, grow bool) *node {
 	n := m.root[len(ts)]
 	if n == nil {
+		if !grow {
+			return nil
+		}
 		n = &node{}
 		m.root[len(ts)] = n
 	}
@@ -173,6 +184,18 @@ func (m *Miner) leaf(ts []token) *node {
 			key = " " + key // "a=" "b" and "a" " b" take different paths
 		}
 		next := n.children[key]
+		if next == nil && !grow {
+			if len(n.children) < m.opts.MaxChildren {
+				return nil
+			}
+			key = wildKey
+			if ts[i].space {
+				key = " " + key
+			}
+			if next = n.children[key]; next == nil {
+				return nil
+			}
+		}
 		if next == nil {
 			if n.children == nil {
 				n.children = map[string]*node{}

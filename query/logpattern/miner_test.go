@@ -202,6 +202,14 @@ func TestMinerBounds(t *testing.T) {
 		if m.Dropped() != 2 {
 			t.Errorf("dropped %d, want 2", m.Dropped())
 		}
+		// Once full, the tree stops growing: new paths are not kept.
+		before := countNodes(m)
+		for i := range 1000 {
+			m.Add(fmt.Sprintf("word%c%c started at %d", 'a'+i%26, 'a'+i/26%26, i), 0)
+		}
+		if after := countNodes(m); after != before || m.Dropped() != 1002 {
+			t.Errorf("tree grew from %d to %d nodes when full; dropped %d", before, after, m.Dropped())
+		}
 	})
 	t.Run("max tokens", func(t *testing.T) {
 		o := DefaultOptions()
@@ -252,4 +260,20 @@ func TestMinerAllVariableLines(t *testing.T) {
 	if len(ps) != 1 || ps[0].Text != "<_> <_>" || ps[0].Total != 50 || len(m.clusters) != 1 {
 		t.Fatalf("patterns %+v from %d clusters", ps, len(m.clusters))
 	}
+}
+
+func countNodes(m *Miner) int {
+	var walk func(n *node) int
+	walk = func(n *node) int {
+		c := 1
+		for _, ch := range n.children {
+			c += walk(ch)
+		}
+		return c
+	}
+	total := 0
+	for _, n := range m.root {
+		total += walk(n)
+	}
+	return total
 }

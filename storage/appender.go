@@ -274,7 +274,7 @@ func (a *appender) UpdateMetadata(ref promstorage.SeriesRef, ls labels.Labels, m
 	if name == "" {
 		return ref, nil
 	}
-	a.metas = append(a.metas, record.Metadata{Metric: name, Meta: m})
+	a.queueMetadata(name, m)
 	return ref, nil
 }
 
@@ -332,6 +332,14 @@ func (a *appender) Rollback() error {
 // appenderV2 adapts appender to storage.AppenderV2.
 type appenderV2 struct{ *appender }
 
+// CopiesLabels reports that the appender keeps nothing of the labels.Labels
+// (nor of strings taken from them) passed to Append, AppendExemplars or
+// UpdateMetadata once the call returns: the index interns copies, the WAL
+// encodes them, metadata names are cloned. A caller may build every series'
+// labels in one reused buffer (the remote-write receiver does). Changes to
+// the appender must keep this true; TestAppenderCopiesLabels checks it.
+func (a *appenderV2) CopiesLabels() bool { return true }
+
 var _ promstorage.ExemplarAppenderV2 = (*appenderV2)(nil)
 
 // Append adds a sample of any type with its start timestamp, metadata and
@@ -360,7 +368,7 @@ func (a *appenderV2) Append(ref promstorage.SeriesRef, ls labels.Labels, st, t i
 			name = ls.Get(labels.MetricName)
 		}
 		if name != "" {
-			a.metas = append(a.metas, record.Metadata{Metric: name, Meta: opts.Metadata})
+			a.queueMetadata(name, opts.Metadata)
 		}
 	}
 	if len(opts.Exemplars) > 0 {

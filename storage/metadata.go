@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -27,6 +28,25 @@ type metaStore struct {
 func (ms *metaStore) init() {
 	ms.m = map[string]metadata.Metadata{}
 	ms.dirty = map[string]struct{}{}
+}
+
+// has reports whether metric's metadata is md already.
+func (ms *metaStore) has(metric string, md metadata.Metadata) bool {
+	ms.mu.RLock()
+	old, ok := ms.m[metric]
+	ms.mu.RUnlock()
+	return ok && old == md
+}
+
+// queueMetadata records metadata for Commit unless the store holds it
+// already: senders repeat a family's metadata with every series, and this
+// keeps Commit's work and the appender's memory to the changes. The name is
+// copied, so callers may pass a name from labels they reuse (CopiesLabels).
+func (a *appender) queueMetadata(name string, md metadata.Metadata) {
+	if a.db.meta.has(name, md) {
+		return
+	}
+	a.metas = append(a.metas, record.Metadata{Metric: strings.Clone(name), Meta: md})
 }
 
 // set stores md for metric and reports whether it changed.

@@ -24,12 +24,16 @@
 // # Chunks
 //
 // A chunk holds the entries of one stream in one partition, sorted by
-// timestamp, in columns (timestamps, line lengths, lines, structured
-// metadata) compressed with zstd, behind a header with the time range and a
-// token filter: a Bloom filter over the character n-grams and short words of
-// the lines and over the structured metadata pairs. A literal line filter
-// (|= "needle") skips a chunk whose filter proves that no line can contain
-// the needle. The layout is in docs/format/logs.md.
+// timestamp, in three values: a header of a few dozen bytes (time range,
+// counts, structured-metadata names), a token filter (a Bloom filter over
+// the character n-grams and short words of the lines and over the
+// structured metadata pairs) and the data: the timestamp column, then the
+// line lengths, lines and metadata compressed with zstd. A literal line
+// filter (|= "needle") or a metadata hint skips a chunk whose filter proves
+// that no entry can match; SelectTimestamps counts chunks from their
+// headers and timestamps without decompressing lines. Unsealed heads carry
+// the same filter per headSegLen entries. The layout is in
+// docs/format/logs.md.
 //
 // # Retention
 //
@@ -40,5 +44,6 @@
 //
 // A Store is safe for concurrent use. It does not own the Pebble database or
 // the index: both must stay open until Close returns. Close stops the
-// background goroutine and seals nothing (the recent records are durable).
+// background goroutines and seals the heads (unless Options.NoSealOnClose;
+// the recent records are durable either way).
 package logstore

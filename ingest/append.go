@@ -43,6 +43,13 @@ func (r *Result) RejectedTotal() int {
 	return n
 }
 
+// labelCopier is implemented by appenders that keep nothing of the labels
+// given to Append and AppendExemplars once the call returns (weft's storage
+// interns copies; Prometheus' TSDB head keeps the labels of a new series).
+// For them, every series' labels are built in one reused buffer instead of
+// a new allocation each.
+type labelCopier interface{ CopiesLabels() bool }
+
 // Append validates every series and appends the valid ones to app, in
 // request order. It neither commits nor rolls back: that is the caller's.
 //
@@ -66,6 +73,8 @@ func (b *Batch) Append(ctx context.Context, app storage.AppenderV2) (Result, err
 	if o.MaxFutureSkew >= 0 {
 		maxT = timestamp.FromTime(o.Now().Add(o.MaxFutureSkew))
 	}
+	c, ok := app.(labelCopier)
+	b.borrow = ok && c.CopiesLabels()
 	b.rej.reset()
 	for i := range b.series {
 		if i%ctxCheckEvery == 0 {
@@ -485,7 +494,7 @@ func (b *Batch) encodeLabels(sp span) (labels.Labels, bool) {
 			buf = e.add(buf, b.str(p.name), b.str(p.value))
 		}
 	}
-	ls, ok := e.finish(buf, b.proto != ProtoV2)
+	ls, ok := e.finish(buf, b.proto != ProtoV2, b.borrow)
 	b.leBuf = buf
 	return ls, ok
 }

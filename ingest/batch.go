@@ -53,6 +53,7 @@ type Batch struct {
 	hs        histScratch
 	sb        labels.ScratchBuilder
 	leBuf     []byte // labelEncoder's buffer, kept between series
+	borrow    bool   // the appender copies labels: hand it leBuf's memory
 	exBuf     []exemplar.Exemplar
 	symClones []string // lazily cloned symbols for metadata, "" = not yet
 	symState  []uint8  // per symbol: 0 not checked, symValidUTF8, symInvalidUTF8

@@ -91,10 +91,15 @@ func (e *labelEncoder) validUTF8(buf []byte) bool {
 
 // finish returns the labels encoded in buf, or false when the general path
 // must build them. checkUTF8 is false when the caller validated the strings
-// already (RW 2.0 checks each symbol once per request).
-func (e *labelEncoder) finish(buf []byte, checkUTF8 bool) (labels.Labels, bool) {
+// already (RW 2.0 checks each symbol once per request). With borrow the
+// labels share buf's memory, valid until buf is next written: only for an
+// appender that copies what it keeps (labelCopier).
+func (e *labelEncoder) finish(buf []byte, checkUTF8, borrow bool) (labels.Labels, bool) {
 	if e.failed || !e.named || (checkUTF8 && !e.validUTF8(buf)) {
 		return labels.EmptyLabels(), false
+	}
+	if borrow {
+		return labelsFromEncoded(unsafeString(buf))
 	}
 	return labelsFromEncoded(string(buf))
 }

@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
 )
 
 // slowLabels builds pairs the general way (labels.ScratchBuilder via
@@ -25,7 +28,7 @@ func fastLabels(pairs []string) (labels.Labels, bool) {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		buf = e.add(buf, pairs[i], pairs[i+1])
 	}
-	return e.finish(buf, true)
+	return e.finish(buf, true, false)
 }
 
 // checkEncoder asserts the encoder's contract on pairs: when it answers,
@@ -123,4 +126,51 @@ func FuzzLabelEncoder(f *testing.F) {
 		}
 		checkEncoder(t, parts)
 	})
+}
+
+// copyingAppender promises CopiesLabels, so the batch hands it labels that
+// share one reused buffer; it records copies of what it is given, so the
+// recorded calls show the labels as they were during each call.
+type copyingAppender struct{ recExAppender }
+
+func (*copyingAppender) CopiesLabels() bool { return true }
+
+func (c *copyingAppender) Append(ref storage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) (storage.SeriesRef, error) {
+	opts.MetricFamilyName = strings.Clone(opts.MetricFamilyName)
+	return c.recExAppender.Append(ref, ls.Copy(), st, t, v, h, fh, opts)
+}
+
+func (c *copyingAppender) AppendExemplars(ref storage.SeriesRef, ls labels.Labels, exs []exemplar.Exemplar) (storage.SeriesRef, error) {
+	return c.recExAppender.AppendExemplars(ref, ls.Copy(), exs)
+}
+
+// With an appender that copies labels, every series' labels are built in
+// one buffer, and each call still sees exactly its own series' labels.
+func TestBorrowedLabelsForCopyingAppender(t *testing.T) {
+	d := testDecoder()
+	for _, tc := range []struct {
+		name  string
+		proto Protocol
+		buf   []byte
+		want  []appended
+	}{
+		{"v2", ProtoV2, marshal(t, v2Request(t)), expectV2(v2Request(t))},
+		{"v1", ProtoV1, marshal(t, v1Request(t)), expectV1(v1Request(t))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := d.Decode(tc.proto, tc.buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Release()
+			app := &copyingAppender{}
+			if _, err := b.Append(t.Context(), app); err != nil {
+				t.Fatal(err)
+			}
+			if !b.borrow {
+				t.Fatal("batch did not borrow labels for a copying appender")
+			}
+			compareCalls(t, app.calls, tc.want)
+		})
+	}
 }

@@ -91,6 +91,9 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 		ss.limit = hints.Limit
 		ss.labelsOnly = hints.Func == "series"
 	}
+	if ss.mint > ss.maxt {
+		return promstorage.EmptySeriesSet()
+	}
 	bm, err := q.db.idx.Postings(ctx, ss.mint, ss.maxt, ms...)
 	if err != nil {
 		return promstorage.ErrSeriesSet(err)

@@ -136,6 +136,10 @@ func TestSelectModes(t *testing.T) {
 			}
 		})
 	}
+	// An empty range (start after end, days apart) selects nothing.
+	if got, _ := selectSet(t, db, false, &promstorage.SelectHints{Start: 3 * 86_400_000, End: 0}, name); len(got) != 0 {
+		t.Fatalf("empty range: %d series", len(got))
+	}
 }
 
 // TestSelectConcurrentFlushNeverMisses iterates unsorted selects over more

@@ -385,7 +385,9 @@ func (d *dupFilter) seen(t int64, line string) bool {
 	if !d.valid || t != d.lastT {
 		d.valid, d.lastT = true, t
 		d.lines = append(d.lines[:0], line)
-		clear(d.set)
+		if len(d.set) > 0 {
+			clear(d.set)
+		}
 		return false
 	}
 	if d.set != nil && len(d.set) > 0 {

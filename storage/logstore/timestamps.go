@@ -61,10 +61,15 @@ func (s *Store) SelectTimestamps(ctx context.Context, p logentry.SelectParams, f
 		if len(sel.head) > 0 {
 			var d dupFilter
 			ts = ts[:0]
-			for _, e := range sel.head {
-				if !d.seen(e.Timestamp, e.Line) {
-					ts = append(ts, e.Timestamp)
+			for i, e := range sel.head {
+				// Only an entry at the previous one's timestamp can be a
+				// duplicate (the head is sorted): skip the line work otherwise.
+				if i+1 < len(sel.head) && sel.head[i+1].Timestamp == e.Timestamp || i > 0 && sel.head[i-1].Timestamp == e.Timestamp {
+					if d.seen(e.Timestamp, e.Line) {
+						continue
+					}
 				}
+				ts = append(ts, e.Timestamp)
 			}
 			if err := f(sel.st.ls, sel.headNames, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil }); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/prometheus/model/labels"
@@ -308,7 +309,9 @@ func decodeChunkEntries(dst []logentry.Entry, m chunkMeta, data []byte) ([]logen
 			return dst, fmt.Errorf("chunk timestamps: trailing bytes: %w", ErrCorrupt)
 		}
 		_, dec := zstdCodecs()
-		if body, err = dec.DecodeAll(rest, nil); err != nil {
+		// Lengths, lines and (usually small) metadata: one allocation.
+		size := min(m.lineBytes+uint64(24*m.n), maxChunkBody)
+		if body, err = dec.DecodeAll(rest, make([]byte, 0, size)); err != nil {
 			return dst, fmt.Errorf("decompress chunk: %w: %w", ErrCorrupt, err)
 		}
 	}
@@ -326,7 +329,14 @@ func decodeChunkEntries(dst []logentry.Entry, m chunkMeta, data []byte) ([]logen
 	if total != m.lineBytes {
 		return dst, fmt.Errorf("chunk line bytes %d, header says %d: %w", total, m.lineBytes, ErrCorrupt)
 	}
-	lines := string(body[:total])
+	// The lines alias the decompressed body, which nothing else holds or
+	// writes (version 1: a fresh copy, as the body holds the timestamps).
+	var lines string
+	if compressed && total > 0 {
+		lines = unsafe.String(&body[0], total)
+	} else {
+		lines = string(body[:total])
+	}
 	body = body[total:]
 	dst = slices.Grow(dst, m.n)
 	b := labels.NewScratchBuilder(4)

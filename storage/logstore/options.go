@@ -32,6 +32,10 @@ type Options struct {
 	// and applies retention. Default 1 minute; negative starts no goroutine
 	// (callers then use Seal and DropBefore).
 	MaintenanceInterval time.Duration
+	// FilterCacheBytes bounds the memory of sealed chunks' token filters
+	// kept for needle and metadata queries. Default 64 MiB; negative keeps
+	// none.
+	FilterCacheBytes int
 	// NoSealOnClose leaves the heads in their recent records at Close
 	// (the default seals them into chunks: smaller on disk, and the next
 	// Open has nothing to replay).
@@ -51,6 +55,7 @@ func DefaultOptions() Options {
 		SealBytes:           1 << 20,
 		SealAge:             10 * time.Minute,
 		MaintenanceInterval: time.Minute,
+		FilterCacheBytes:    64 << 20,
 	}
 }
 
@@ -73,6 +78,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SealAge <= 0 {
 		o.SealAge = d.SealAge
+	}
+	if o.FilterCacheBytes == 0 {
+		o.FilterCacheBytes = d.FilterCacheBytes
 	}
 	if o.MaintenanceInterval == 0 {
 		o.MaintenanceInterval = d.MaintenanceInterval

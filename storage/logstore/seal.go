@@ -72,6 +72,11 @@ func (s *Store) sealStream(st *stream) error {
 	es = dropDuplicates(es)
 	b := s.db.NewBatch()
 	defer b.Close()
+	type sealed struct {
+		part int64
+		ref  chunkRef
+	}
+	var refs []sealed
 	for len(es) > 0 {
 		part := s.partOf(es[0].Timestamp)
 		end := 1
@@ -90,6 +95,11 @@ func (s *Store) sealStream(st *stream) error {
 		if err := b.Set(dataKey(key), data, nil); err != nil {
 			return fmt.Errorf("seal stream %d: %w", st.id, err)
 		}
+		r, err := newChunkRef(key, head)
+		if err != nil {
+			return fmt.Errorf("BUG: seal stream %d: %w", st.id, err)
+		}
+		refs = append(refs, sealed{part, r})
 		es = es[end:]
 	}
 	if err := b.Set(seqKey(), binary.BigEndian.AppendUint64(nil, s.seq.Load()), nil); err != nil {
@@ -106,6 +116,12 @@ func (s *Store) sealStream(st *stream) error {
 	// stay); a later synced push makes it durable with the WAL before it.
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("seal stream %d: commit: %w", st.id, err)
+	}
+	if st.chunks == nil {
+		st.chunks = map[int64][]chunkRef{}
+	}
+	for _, r := range refs {
+		st.chunks[r.part] = insertRef(st.chunks[r.part], r.ref)
 	}
 	st.mu.Lock()
 	st.entries = slices.Clone(st.entries[n:])
@@ -148,6 +164,18 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("drop partitions: commit: %w", err)
 	}
+	s.sealMu.Lock()
+	s.mu.RLock()
+	for _, st := range s.streams {
+		for part := range st.chunks {
+			if part < cut {
+				delete(st.chunks, part)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	s.sealMu.Unlock()
+	s.filters.clear()
 	s.mu.Lock()
 	for m := range s.parts {
 		if m.part < cut {

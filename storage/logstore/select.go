@@ -1,12 +1,10 @@
 package logstore
 
 import (
-	"bytes"
 	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -72,6 +70,7 @@ func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h 
 		for _, part := range st.parts {
 			if part >= firstPart && part <= lastPart {
 				sel.parts = append(sel.parts, part)
+				sel.refs = append(sel.refs, st.chunks[part])
 			}
 		}
 		st.mu.Lock()
@@ -97,6 +96,7 @@ type selStream struct {
 	head      []logentry.Entry
 	headNames []string // a superset of the head's metadata names (never modified)
 	parts     []int64
+	refs      [][]chunkRef // per part: its chunks (never modified)
 }
 
 // iterator implements logentry.Iterator over a Pebble snapshot.
@@ -106,7 +106,6 @@ type iterator struct {
 	p       logentry.SelectParams
 	hints   Hints
 	snap    *pebble.Snapshot
-	iters   map[partTag]*pebble.Iterator // see partIter
 	streams []selStream
 	next    int // index of the next stream in streams
 
@@ -195,8 +194,8 @@ func (it *iterator) openStream(sel selStream) error {
 	for _, l := range it.hints.MetadataEqual {
 		needFilter = needFilter || !sel.st.ls.Has(l.Name)
 	}
-	for _, part := range sel.parts {
-		if err := it.openPart(sel, part, needFilter); err != nil {
+	for i := range sel.parts {
+		if err := it.openPart(sel, sel.refs[i], needFilter); err != nil {
 			return err
 		}
 	}
@@ -204,57 +203,65 @@ func (it *iterator) openStream(sel selStream) error {
 	return nil
 }
 
-// openPart adds to the merge heap the chunks of sel in part that overlap
-// the range and, when needFilter, whose token filter lets the line filters
-// and metadata hints through.
-func (it *iterator) openPart(sel selStream, part int64, needFilter bool) error {
-	lo := chunkPrefix(part, sel.st.id)
-	hi := chunkKey(part, sel.st.id, it.p.End, 0) // chunks starting at or after End cannot match
-	iter, err := it.partIter(part, tagChunk)
-	if err != nil {
-		return err
-	}
-	var fiter *pebble.Iterator // filters, sought in key order
-	if needFilter {
-		if fiter, err = it.partIter(part, tagFilter); err != nil {
-			return err
-		}
-	}
-	for ok := iter.SeekGE(lo); ok && bytes.Compare(iter.Key(), hi) < 0; ok = iter.Next() {
-		v, err := iter.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("select logs: read chunk: %w", err)
-		}
-		m, err := decodeChunkMeta(v)
-		if err != nil {
-			return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
+// openPart adds to the merge heap the chunks (of sel, in one partition)
+// that overlap the range and, when needFilter, whose token filter lets the
+// line filters and metadata hints through.
+func (it *iterator) openPart(sel selStream, refs []chunkRef, needFilter bool) error {
+	for _, r := range refs {
+		m := r.meta
+		if m.minT >= it.p.End {
+			break // key order is minT order
 		}
 		if m.maxT < it.p.Start {
 			continue
 		}
 		if needFilter {
-			if m.version != chunkVersionV1 {
-				fk := filterKey(iter.Key())
-				if !fiter.SeekGE(fk) || !bytes.Equal(fiter.Key(), fk) {
-					return fmt.Errorf("select logs: chunk of stream %d without its filter: %w", sel.st.id, ErrCorrupt)
-				}
-				fv, err := fiter.ValueAndErr()
-				if err != nil {
-					return fmt.Errorf("select logs: read chunk filter: %w", err)
-				}
-				if err := m.setFilter(fv); err != nil {
-					return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
-				}
+			f, err := it.filter(r)
+			if err != nil {
+				return fmt.Errorf("select logs: chunk of stream %d: %w", sel.st.id, err)
 			}
+			m.filter = f
 			if !m.mayMatch(it.p.LineFilters) || !it.mayHaveMeta(sel.st, m) {
 				it.chunksSkipped++
 				continue
 			}
+			m.filter = bloom{}
 		}
-		m.names, m.filter, m.body = nil, bloom{}, nil // they alias the iterators' values
-		it.merge = append(it.merge, &cursor{key: m.minT, pending: slices.Clone(iter.Key()), meta: m})
+		it.merge = append(it.merge, &cursor{key: m.minT, pending: r.key, meta: m})
 	}
 	return nil
+}
+
+// filter returns a chunk's token filter: from the store's cache, else read
+// (and cached).
+func (it *iterator) filter(r chunkRef) (bloom, error) {
+	if r.meta.version == chunkVersionV1 {
+		v, closer, err := it.snap.Get(r.key)
+		if err != nil {
+			return bloom{}, fmt.Errorf("read chunk: %w", err)
+		}
+		defer closer.Close()
+		m, err := decodeChunkMeta(v)
+		if err != nil {
+			return bloom{}, err
+		}
+		return bloom{b: slices.Clone(m.filter.b)}, nil
+	}
+	if b, ok := it.s.filters.get(r.key); ok {
+		return bloom{b: b}, nil
+	}
+	v, closer, err := it.snap.Get(filterKey(r.key))
+	if err != nil {
+		return bloom{}, fmt.Errorf("read chunk filter: %w", err)
+	}
+	b := slices.Clone(v)
+	closer.Close()
+	m := r.meta
+	if err := m.setFilter(b); err != nil {
+		return bloom{}, err
+	}
+	it.s.filters.put(r.key, b)
+	return m.filter, nil
 }
 
 // mayHaveMeta applies the metadata hints to a chunk of st. A hint on a
@@ -314,44 +321,9 @@ func (it *iterator) Close() error {
 	if it.snap == nil {
 		return nil
 	}
-	err := errors.Join(it.closeIters(), it.snap.Close())
+	err := it.snap.Close()
 	it.snap = nil
 	return err
-}
-
-// partIter returns the iterator over the tag's keys (chunk headers or
-// filters) of one partition, made on first use. All streams of a select
-// share it, seeking forward in key order (streams come in ID order), which
-// Pebble serves without a fresh descent: one iterator per partition, not
-// per stream.
-func (it *iterator) partIter(part int64, tag byte) (*pebble.Iterator, error) {
-	k := partTag{part, tag}
-	if x := it.iters[k]; x != nil {
-		return x, nil
-	}
-	x, err := it.snap.NewIter(&pebble.IterOptions{LowerBound: partBound(tag, part), UpperBound: partBound(tag, part+1)})
-	if err != nil {
-		return nil, fmt.Errorf("select logs: %w", err)
-	}
-	if it.iters == nil {
-		it.iters = map[partTag]*pebble.Iterator{}
-	}
-	it.iters[k] = x
-	return x, nil
-}
-
-type partTag struct {
-	part int64
-	tag  byte
-}
-
-func (it *iterator) closeIters() error {
-	var errs []error
-	for k, x := range it.iters {
-		errs = append(errs, x.Close())
-		delete(it.iters, k)
-	}
-	return errors.Join(errs...)
 }
 
 // cursor is a sorted run of entries, or a chunk not read yet (pending)

@@ -52,6 +52,8 @@ type Store struct {
 	// query sees every entry exactly once.
 	sealMu sync.RWMutex
 
+	filters filterCache
+
 	// sealQ hands full heads to the sealer goroutine, so that compressing
 	// and building token filters stays off the push path. nil without
 	// background goroutines (then Push seals inline).
@@ -75,6 +77,9 @@ type stream struct {
 	ls labels.Labels
 
 	parts []int64 // sorted partitions with P records; guarded by Store.mu
+	// chunks: the sealed chunks' headers per partition, in key order;
+	// guarded by Store.sealMu, slices copy-on-write (chunkrefs.go).
+	chunks map[int64][]chunkRef
 
 	mu       sync.Mutex
 	entries  []logentry.Entry
@@ -114,6 +119,7 @@ func Open(ctx context.Context, db *pebble.DB, ix *index.Index, opts Options) (*S
 		parts:   map[partMember]struct{}{},
 		stop:    make(chan struct{}),
 	}
+	s.filters.max = opts.FilterCacheBytes
 	if err := s.load(ctx); err != nil {
 		return nil, fmt.Errorf("open log store: %w", err)
 	}
@@ -178,6 +184,9 @@ func (s *Store) load(ctx context.Context) error {
 		s.streams[id] = newStream(id, ls)
 		return nil
 	}); err != nil {
+		return err
+	}
+	if err := s.loadChunks(); err != nil {
 		return err
 	}
 	for m := range s.parts {

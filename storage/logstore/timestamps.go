@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -94,28 +93,18 @@ type chunkBlock struct {
 // chunkBlocks reads the headers of sel's chunks that overlap the range.
 func (s *Store) chunkBlocks(it *iterator, sel selStream) ([]chunkBlock, error) {
 	var out []chunkBlock
-	for _, part := range sel.parts {
-		iter, err := it.partIter(part, tagChunk)
-		if err != nil {
-			return nil, err
-		}
-		hi := chunkKey(part, sel.st.id, it.p.End, 0)
-		for ok := iter.SeekGE(chunkPrefix(part, sel.st.id)); ok && bytes.Compare(iter.Key(), hi) < 0; ok = iter.Next() {
-			v, err := iter.ValueAndErr()
-			if err != nil {
-				return nil, fmt.Errorf("select timestamps: read chunk: %w", err)
-			}
-			m, err := decodeChunkMeta(v)
-			if err != nil {
-				return nil, fmt.Errorf("select timestamps: chunk of stream %d: %w", sel.st.id, err)
+	for _, refs := range sel.refs {
+		for _, r := range refs {
+			m := r.meta
+			if m.minT >= it.p.End {
+				break
 			}
 			if m.maxT < it.p.Start {
 				continue
 			}
 			var names []string
 			m.eachName(func(n string) { names = append(names, n) })
-			m.names, m.filter, m.body = nil, bloom{}, nil
-			out = append(out, chunkBlock{key: slices.Clone(iter.Key()), meta: m, names: names})
+			out = append(out, chunkBlock{key: r.key, meta: m, names: names})
 		}
 	}
 	return out, nil
@@ -198,7 +187,6 @@ func (it *iterator) emitBlock(sel selStream, b chunkBlock, f func(labels.Labels,
 // f once with the timestamps and metadata names of the stream's entries.
 func (it *iterator) eachStreamEntries(sel selStream, f func(ts []int64, names []string) error) error {
 	sub := &iterator{ctx: it.ctx, s: it.s, p: it.p, snap: it.snap, streams: []selStream{sel}}
-	defer sub.closeIters() // the snapshot is it's
 	var ts []int64
 	var names []string
 	for sub.Next() {

@@ -111,7 +111,7 @@ func encodeChunk(es []logentry.Entry) (head, filter, data []byte) {
 		lineBytes += len(e.Line)
 	}
 	slices.Sort(names)
-	words := filterWords(es)
+	words := filterWords(es, 0)
 
 	ts := make([]int64, len(es))
 	for i, e := range es {

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -155,5 +156,45 @@ func TestEntriesSize(t *testing.T) {
 		if got, want := entriesSize(es), len(appendEntries(nil, es)); got != want {
 			t.Fatalf("entriesSize %d, encoded %d", got, want)
 		}
+	}
+}
+
+// The head filters (long words only) never rule out a substring of a line
+// either, and still rule out absent IDs.
+func TestHeadFilterSound(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	words := []string{"error", "GPU", "x", "dataloader", "0af7651916cd43dd8448eb211c80319c", "rank=3", "checkpointing", "a-b_c", "  "}
+	var es []logentry.Entry
+	for range 200 {
+		var sb strings.Builder
+		for range 1 + r.IntN(8) {
+			sb.WriteString(words[r.IntN(len(words))])
+			sb.WriteByte(" =:/,"[r.IntN(5)])
+		}
+		es = append(es, ent(1, sb.String()))
+	}
+	ws := filterWords(es, headMinWord)
+	b := make([]byte, 0, 8*len(ws))
+	for _, w := range ws {
+		b = binary.LittleEndian.AppendUint64(b, w)
+	}
+	f := bloom{b: b}
+	for _, e := range es {
+		for i := 0; i < len(e.Line); i++ {
+			for j := i + 1; j <= len(e.Line); j++ {
+				if !f.mayContainLong(e.Line[i:j]) {
+					t.Fatalf("head filter rules out %q, a substring of %q", e.Line[i:j], e.Line)
+				}
+			}
+		}
+	}
+	out := 0
+	for i := range 1000 {
+		if !f.mayContainLong(fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15)) {
+			out++
+		}
+	}
+	if out < 990 {
+		t.Fatalf("head filter ruled out only %d of 1000 absent IDs", out)
 	}
 }

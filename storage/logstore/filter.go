@@ -115,6 +115,18 @@ func metaHash(name, value string) uint64 {
 
 // appendLineItems appends the hash of every filter item of line.
 func appendLineItems(dst []uint64, line string) []uint64 {
+	return appendLineItemsMin(dst, line, 0)
+}
+
+// headMinWord: head segment filters index only the grams of words at
+// least this long (IDs: trace, span, request IDs), which is most of what
+// needles look for and a fraction of a line's grams; short words are not
+// indexed. mayContainLong is their test.
+const headMinWord = 8
+
+// appendLineItemsMin is appendLineItems over the words of at least
+// minWord bytes only (0: every item).
+func appendLineItemsMin(dst []uint64, line string, minWord int) []uint64 {
 	for i := 0; i < len(line); {
 		if !isWordByte(line[i]) {
 			i++
@@ -125,6 +137,7 @@ func appendLineItems(dst []uint64, line string) []uint64 {
 			j++
 		}
 		switch w := line[i:j]; {
+		case len(w) < minWord:
 		case len(w) >= gramLen:
 			for k := 0; k+gramLen <= len(w); k++ {
 				dst = append(dst, gramHash(w[k:k+gramLen]))
@@ -253,6 +266,26 @@ func (f bloom) mayContain(needle string) bool {
 		}
 		if start > 0 && end < len(needle) && len(w) >= minWordLen {
 			ok = f.has(wordHash(w))
+		}
+	})
+	return ok
+}
+
+// mayContainLong is mayContain for a filter of the grams of words of at
+// least headMinWord bytes: a needle word that long lies inside a line word
+// at least as long, so its grams are indexed; shorter needle words prove
+// nothing.
+func (f bloom) mayContainLong(needle string) bool {
+	ok := true
+	eachWord(needle, func(w string, _, _ int) {
+		if !ok || len(w) < headMinWord {
+			return
+		}
+		for i := 0; i+gramLen <= len(w); i++ {
+			if !f.has(gramHash(w[i : i+gramLen])) {
+				ok = false
+				return
+			}
 		}
 	})
 	return ok

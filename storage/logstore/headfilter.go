@@ -10,7 +10,7 @@ import (
 
 // headSegLen is the size of the head segments that get a token filter: as
 // a stream's head grows, every headSegLen entries (in push order) get a
-// filter like a chunk's, so that a needle query scans only the last,
+// filter like a chunk's (over long words only, headMinWord), so that a needle query scans only the last,
 // unfiltered part of each head and the segments its filters let through.
 const headSegLen = 256
 
@@ -21,12 +21,13 @@ type headSeg struct {
 	filter bloom
 }
 
-// filterWords builds the token filter words of es (lines and metadata).
-func filterWords(es []logentry.Entry) []uint64 {
+// filterWords builds the token filter words of es (lines and metadata),
+// over the grams of words of at least minWord bytes (0: every item).
+func filterWords(es []logentry.Entry, minWord int) []uint64 {
 	bp := itemPool.Get().(*[]uint64)
 	items := (*bp)[:0]
 	for _, e := range es {
-		items = appendLineItems(items, e.Line)
+		items = appendLineItemsMin(items, e.Line, minWord)
 		items = appendMetaItems(items, e.Metadata)
 	}
 	words := make([]uint64, bloomWords(estimateDistinct(items)))
@@ -47,7 +48,7 @@ func (st *stream) indexHead() {
 	}
 	for len(st.entries)-covered >= headSegLen {
 		end := covered + headSegLen
-		words := filterWords(st.entries[covered:end])
+		words := filterWords(st.entries[covered:end], headMinWord)
 		b := make([]byte, 0, 8*len(words))
 		for _, w := range words {
 			b = binary.LittleEndian.AppendUint64(b, w)
@@ -78,8 +79,12 @@ func (st *stream) selectHead(p logentry.SelectParams, h Hints) []logentry.Entry 
 	}
 	from := 0
 	for _, sg := range st.segs {
-		m := chunkMeta{filter: sg.filter}
-		ok := m.mayMatch(p.LineFilters)
+		ok := true
+		for _, f := range p.LineFilters {
+			if f.Op == logentry.LineContains && !sg.filter.mayContainLong(f.Value) {
+				ok = false
+			}
+		}
 		for _, l := range h.MetadataEqual {
 			if ok && !st.ls.Has(l.Name) && !sg.filter.mayHaveMeta(l.Name, l.Value) {
 				ok = false

@@ -3,6 +3,7 @@ package loki
 import (
 	"encoding/json"
 	"strconv"
+	"unsafe"
 	"unicode/utf8"
 )
 
@@ -18,6 +19,10 @@ type fastJSON struct {
 	s   string
 	i   int
 	bad bool
+	// arena holds unescaped strings back to back; sized to the body (an
+	// unescaped string is never longer than its JSON form), so it never
+	// grows and the strings made from it stay put.
+	arena []byte
 }
 
 func decodeJSONFast(body []byte) (*Request, bool) {
@@ -137,7 +142,7 @@ func (d *fastJSON) str() (string, bool) {
 				}
 				return v, true
 			case escapes:
-				return unescape(raw)
+				return d.unescape(raw)
 			}
 			return raw, true
 		case c == '\\':
@@ -163,8 +168,12 @@ func (d *fastJSON) str() (string, bool) {
 }
 
 // unescape resolves the short escapes of a JSON string's contents.
-func unescape(s string) (string, bool) {
-	b := make([]byte, 0, len(s))
+func (d *fastJSON) unescape(s string) (string, bool) {
+	if d.arena == nil {
+		d.arena = make([]byte, 0, len(d.s))
+	}
+	start := len(d.arena)
+	b := d.arena
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '\\' {
@@ -189,7 +198,11 @@ func unescape(s string) (string, bool) {
 			return "", false
 		}
 	}
-	return string(b), true
+	d.arena = b
+	if len(b) == start {
+		return "", true
+	}
+	return unsafe.String(&b[start], len(b)-start), true
 }
 
 // pairs reads an object of string values (including '{'); a repeated key

@@ -3,8 +3,8 @@ package loki
 import (
 	"encoding/json"
 	"strconv"
-	"unsafe"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // fastJSON decodes the common shape of a JSON push body without

@@ -198,3 +198,24 @@ func TestHeadFilterSound(t *testing.T) {
 		t.Fatalf("head filter ruled out only %d of 1000 absent IDs", out)
 	}
 }
+
+func TestDropDuplicates(t *testing.T) {
+	var es, want []logentry.Entry
+	for i := range 100 { // one timestamp, 50 distinct lines, each twice
+		es = append(es, ent(7, fmt.Sprint(i%50)))
+		if i < 50 {
+			want = append(want, ent(7, fmt.Sprint(i)))
+		}
+	}
+	es = append(es, ent(8, "a"), ent(9, "b"), ent(9, "b"), ent(9, "c"))
+	want = append(want, ent(8, "a"), ent(9, "b"), ent(9, "c"))
+	got := dropDuplicates(es)
+	if len(got) != len(want) {
+		t.Fatalf("%d entries, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Timestamp != want[i].Timestamp || got[i].Line != want[i].Line {
+			t.Fatalf("entry %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}

@@ -206,6 +206,17 @@ func dropDuplicates(es []logentry.Entry) []logentry.Entry {
 			i = j
 			continue
 		}
+		if j-i > 32 { // many lines at one timestamp: a set
+			seen := make(map[string]struct{}, j-i)
+			for _, e := range es[i:j] {
+				if _, dup := seen[e.Line]; !dup {
+					seen[e.Line] = struct{}{}
+					out = append(out, e)
+				}
+			}
+			i = j
+			continue
+		}
 		start := len(out)
 		for _, e := range es[i:j] {
 			dup := false

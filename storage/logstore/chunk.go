@@ -118,7 +118,12 @@ func encodeChunk(es []logentry.Entry) (head, filter, data []byte) {
 		ts[i] = e.Timestamp
 	}
 	tcol := chunkenc.AppendTimestamps(nil, ts)
-	body := make([]byte, 0, lineBytes+3*len(es))
+	mdBytes := 0
+	for _, e := range es {
+		mdBytes += 1 + e.Metadata.Len()*2
+		e.Metadata.Range(func(l labels.Label) { mdBytes += len(l.Name) + len(l.Value) })
+	}
+	body := make([]byte, 0, lineBytes+3*len(es)+2*mdBytes)
 	for _, e := range es {
 		body = binary.AppendUvarint(body, uint64(len(e.Line)))
 	}

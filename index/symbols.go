@@ -153,18 +153,19 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	start := len(refs)
 	sc := s.schema.Load()
 	schemaOK := sc != nil
-	locked := false // the write lock is held (else the read lock)
+	var dicts []*valueDict // by name ref; loaded under the lock, so it covers every name in s.names and in sc
+	locked := false        // the write lock is held (else the read lock)
 	lock := func() {
 		s.mu.RUnlock()
 		s.mu.Lock()
 		locked = true
+		dicts = *s.dicts.Load() // names may have been added in between
 	}
 	var deferred [maxDeferredValues]deferredValue
 	nd := 0
 	i := 0
 	s.mu.RLock()
-	// After the lock: dicts covers every name in s.names and in sc.
-	dicts := *s.dicts.Load()
+	dicts = *s.dicts.Load()
 	ls.Range(func(l labels.Label) {
 		var rn uint32
 		if schemaOK && i < len(sc.names) && sc.names[i] == l.Name {

@@ -104,8 +104,17 @@ func TestInternDeferredValues(t *testing.T) {
 			}
 			return labels.FromStrings(pairs...)
 		}},
+		{"new name after more new values than deferred", func(i int) labels.Labels {
+			// The write lock is taken in the walk (the deferred values are
+			// full), then a name other goroutines add meanwhile is looked up.
+			var pairs []string
+			for k := 0; k < maxDeferredValues+2; k++ {
+				pairs = append(pairs, fmt.Sprintf("l%02d", k), fmt.Sprintf("v%d-%d", k, i))
+			}
+			return labels.FromStrings(append(pairs, fmt.Sprintf("n%d", i), "z")...)
+		}},
 		{"new name after new values", func(i int) labels.Labels {
-			return labels.FromStrings("a", fmt.Sprint("x", i), "b", fmt.Sprint("y", i), fmt.Sprintf("n%d", i%7), "z")
+			return labels.FromStrings("a", fmt.Sprint("x", i), "b", fmt.Sprint("y", i), fmt.Sprintf("n%d", i), "z")
 		}},
 	}
 	for _, tc := range tests {

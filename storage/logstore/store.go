@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/prometheus/model/labels"
@@ -86,6 +87,7 @@ type stream struct {
 	segs     []headSeg // token filters over entries, in segments
 	names    []string  // sorted metadata names of the entries (a superset after sealing)
 	unsorted bool      // entries are not in timestamp order
+	slab     []byte    // the head's lines, copied (keepLine)
 	seqs     []uint64  // recent records holding entries
 	bytes    int
 	oldest   time.Time // arrival of the oldest unsealed push (zero: empty)
@@ -253,6 +255,26 @@ func (s *Store) scan(lo, hi []byte, f func(k, v []byte) error) error {
 	return it.Close()
 }
 
+// slabSize is the largest block head lines are copied into.
+const slabSize = 64 << 10
+
+// keepLine copies a line into the head's slab, so that the head does not
+// keep alive the request it came from (pushed lines are often substrings
+// of the whole request body); st.mu held. Slab bytes are written once and
+// never moved: a full slab is left to the lines in it.
+func (st *stream) keepLine(line string) string {
+	if len(line) == 0 {
+		return ""
+	}
+	if len(st.slab)+len(line) > cap(st.slab) {
+		// Slabs double from 1 KiB, so a quiet stream's head stays small.
+		st.slab = make([]byte, 0, max(min(2*cap(st.slab), slabSize), 1<<10, len(line)))
+	}
+	start := len(st.slab)
+	st.slab = append(st.slab, line...)
+	return unsafe.String(&st.slab[start], len(line))
+}
+
 // addPart records that the stream has data in part; Store.mu held.
 func (st *stream) addPart(part int64) {
 	if i, ok := slices.BinarySearch(st.parts, part); !ok {
@@ -272,7 +294,10 @@ func (st *stream) appendLocked(es []logentry.Entry, seq uint64, now time.Time) {
 			st.unsorted = true
 		}
 	}
-	st.entries = append(st.entries, es...)
+	for _, e := range es {
+		e.Line = st.keepLine(e.Line)
+		st.entries = append(st.entries, e)
+	}
 	st.indexHead()
 	st.seqs = append(st.seqs, seq)
 	for _, e := range es {

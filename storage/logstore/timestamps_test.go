@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -269,5 +271,21 @@ func TestChunkRefsAfterReopen(t *testing.T) {
 	it.Close()
 	if n != 1 || ii.chunksRead != 1 || ii.chunksSkipped != 4 {
 		t.Fatalf("after reopen: %d entries, %d chunks read, %d skipped; want 1, 1, 4", n, ii.chunksRead, ii.chunksSkipped)
+	}
+}
+
+// Head lines are copied out of what the pusher passed: changing its
+// buffer afterwards does not change stored lines.
+func TestHeadLinesCopied(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.close(t)
+	s := openTestStore(t, db, testOptions())
+	buf := []byte("first line")
+	line := unsafe.String(&buf[0], len(buf)) // aliases buf, as decoders' lines alias bodies
+	push(t, s, labels.FromStrings("app", "a"), ent(1, line), ent(2, strings.Repeat("x", 3000)))
+	copy(buf, "XXXXX")
+	got := selectAll(t, s, all())
+	if len(got) != 2 || got[0].Line != "first line" || len(got[1].Line) != 3000 {
+		t.Fatalf("got %v", got)
 	}
 }

@@ -73,8 +73,9 @@ func (s *Store) sealStream(st *stream) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	type sealed struct {
-		part int64
-		ref  chunkRef
+		part   int64
+		ref    chunkRef
+		filter []byte
 	}
 	var refs []sealed
 	for len(es) > 0 {
@@ -99,7 +100,7 @@ func (s *Store) sealStream(st *stream) error {
 		if err != nil {
 			return fmt.Errorf("BUG: seal stream %d: %w", st.id, err)
 		}
-		refs = append(refs, sealed{part, r})
+		refs = append(refs, sealed{part, r, filter})
 		es = es[end:]
 	}
 	if err := b.Set(seqKey(), binary.BigEndian.AppendUint64(nil, s.seq.Load()), nil); err != nil {
@@ -122,6 +123,7 @@ func (s *Store) sealStream(st *stream) error {
 	}
 	for _, r := range refs {
 		st.chunks[r.part] = insertRef(st.chunks[r.part], r.ref)
+		s.filters.put(r.ref.key, r.filter) // new chunks are the likeliest to be searched
 	}
 	st.mu.Lock()
 	st.entries = slices.Clone(st.entries[n:])

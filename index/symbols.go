@@ -152,6 +152,19 @@ func (s *symbols) internPair(name, value string) (uint32, uint32) {
 func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	start := len(refs)
 	sc := s.schema.Load()
+	refs, schemaOK, n := s.internLabelsLocking(ls, refs, sc)
+	if !(schemaOK && n == len(sc.names)) && !sameSchema(sc, refs[start:]) {
+		s.storeSchema(refs[start:])
+	}
+	return refs
+}
+
+// internLabelsLocking is internLabels' walk under the symbols lock. It
+// releases the lock with a defer: a panic inside (a name out of value refs)
+// that a caller recovers, as net/http does, must not leave every later
+// interner blocked. It returns refs, whether ls followed schema sc, and how
+// many labels it walked.
+func (s *symbols) internLabelsLocking(ls labels.Labels, refs []uint32, sc *nameSchema) ([]uint32, bool, int) {
 	schemaOK := sc != nil
 	var dicts []*valueDict // by name ref; loaded under the lock, so it covers every name in s.names and in sc
 	locked := false        // the write lock is held (else the read lock)
@@ -165,6 +178,13 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 	nd := 0
 	i := 0
 	s.mu.RLock()
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		} else {
+			s.mu.RUnlock()
+		}
+	}()
 	dicts = *s.dicts.Load()
 	ls.Range(func(l labels.Label) {
 		var rn uint32
@@ -225,15 +245,7 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 		}
 		refs[dv.pos] = rv
 	}
-	if locked {
-		s.mu.Unlock()
-	} else {
-		s.mu.RUnlock()
-	}
-	if !(schemaOK && i == len(sc.names)) && !sameSchema(sc, refs[start:]) {
-		s.storeSchema(refs[start:])
-	}
-	return refs
+	return refs, schemaOK, i
 }
 
 // maxDeferredValues bounds the probes internLabels defers per label set;

@@ -76,6 +76,10 @@ type Result struct {
 	Type   string
 	Keys   []string
 	Points map[string][][2]float64
+	// Latency is from sending the request to having read the whole
+	// response: the target's time, not the harness' JSON decoding, which
+	// for a /series answer of 60k series takes longer than the query.
+	Latency time.Duration
 }
 
 // Do runs q evaluated at evalTime (ms) and returns the normalised result.
@@ -113,19 +117,26 @@ func (c *QueryClient) Do(ctx context.Context, q Query, evalTime int64) (*Result,
 	if err != nil {
 		return nil, fmt.Errorf("new request: %w", err)
 	}
+	t0 := time.Now()
 	resp, err := c.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", q.Name, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	latency := time.Since(t0)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", q.Name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("query %s: HTTP %d: %.300s", q.Name, resp.StatusCode, body)
 	}
-	return parseResult(body)
+	r, err := parseResult(body)
+	if err != nil {
+		return nil, err
+	}
+	r.Latency = latency
+	return r, nil
 }
 
 func fmtTime(sec float64) string { return strconv.FormatFloat(sec, 'f', 3, 64) }

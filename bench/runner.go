@@ -309,11 +309,12 @@ func runSuite(ctx context.Context, qc *QueryClient, suite []Query, evalTime int6
 		for i := 0; i < max(1, repeats) && (i == 0 || budget <= 0 || time.Since(began) < budget); i++ {
 			t0 := time.Now()
 			r, err := qc.Do(ctx, q, evalTime)
-			lat = append(lat, time.Since(t0))
 			if err != nil {
+				lat = append(lat, time.Since(t0))
 				qr.Error = err.Error()
 				break
 			}
+			lat = append(lat, r.Latency)
 			if qr.answer == nil {
 				qr.answer = r
 			}

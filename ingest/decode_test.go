@@ -153,6 +153,23 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 		})
+		// An appender that copies labels gets every series' labels in one
+		// reused buffer; each call must still see exactly its own.
+		t.Run(tc.name+"/borrowed labels", func(t *testing.T) {
+			b, err := d.Decode(tc.proto, tc.buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Release()
+			app := &copyingAppender{}
+			if res, err := b.Append(t.Context(), app); err != nil || res != tc.res {
+				t.Fatalf("append: %v, result %+v", err, res)
+			}
+			if !b.borrow {
+				t.Fatal("batch did not borrow labels for a copying appender")
+			}
+			compareCalls(t, app.calls, tc.want)
+		})
 	}
 }
 

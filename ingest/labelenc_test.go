@@ -143,34 +143,3 @@ func (c *copyingAppender) Append(ref storage.SeriesRef, ls labels.Labels, st, t 
 func (c *copyingAppender) AppendExemplars(ref storage.SeriesRef, ls labels.Labels, exs []exemplar.Exemplar) (storage.SeriesRef, error) {
 	return c.recExAppender.AppendExemplars(ref, ls.Copy(), exs)
 }
-
-// With an appender that copies labels, every series' labels are built in
-// one buffer, and each call still sees exactly its own series' labels.
-func TestBorrowedLabelsForCopyingAppender(t *testing.T) {
-	d := testDecoder()
-	for _, tc := range []struct {
-		name  string
-		proto Protocol
-		buf   []byte
-		want  []appended
-	}{
-		{"v2", ProtoV2, marshal(t, v2Request(t)), expectV2(v2Request(t))},
-		{"v1", ProtoV1, marshal(t, v1Request(t)), expectV1(v1Request(t))},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := d.Decode(tc.proto, tc.buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Release()
-			app := &copyingAppender{}
-			if _, err := b.Append(t.Context(), app); err != nil {
-				t.Fatal(err)
-			}
-			if !b.borrow {
-				t.Fatal("batch did not borrow labels for a copying appender")
-			}
-			compareCalls(t, app.calls, tc.want)
-		})
-	}
-}

@@ -123,7 +123,9 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 		Cleaner:      noRecycleCleaner{},
 	}
 	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebbleCompression })
+	popts.Cache = pebble.NewCache(opts.BlockCacheBytes)
 	db.pdb, err = pebble.Open(filepath.Join(dir, "pebble"), popts)
+	popts.Cache.Unref() // the open database holds its own reference
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}

@@ -42,6 +42,11 @@ type Options struct {
 	MaxExemplarsPerSeries int
 	// WALSegmentSize starts a new WAL segment after this many bytes. Default 64 MiB.
 	WALSegmentSize int64
+	// BlockCacheBytes sizes Pebble's cache of decompressed blocks, shared by
+	// metric chunks, log chunks and the index. Default 8 MiB (Pebble's
+	// own); queries over data already flushed to Pebble decompress less with
+	// a larger cache, at that much more resident memory.
+	BlockCacheBytes int64
 	// WALSyncInterval is the fsync policy. Commit always returns after its
 	// WAL records are written to the operating system, so a crash or
 	// kill -9 of the process loses nothing acknowledged. With a positive
@@ -72,6 +77,7 @@ func DefaultOptions() Options {
 		SamplesPerChunk:       defaultSamplesPerChunk,
 		MaxExemplarsPerSeries: 16,
 		WALSegmentSize:        64 << 20,
+		BlockCacheBytes:       8 << 20,
 		WALSyncInterval:       time.Second,
 		CheckpointInterval:    10 * time.Minute,
 		CompactionInterval:    5 * time.Minute,
@@ -103,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WALSegmentSize <= 0 {
 		o.WALSegmentSize = d.WALSegmentSize
+	}
+	if o.BlockCacheBytes <= 0 {
+		o.BlockCacheBytes = d.BlockCacheBytes
 	}
 	if o.WALSyncInterval == 0 {
 		o.WALSyncInterval = d.WALSyncInterval

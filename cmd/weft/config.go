@@ -23,6 +23,7 @@ type fileConfig struct {
 		// FutureWindow rejects samples further than this in the future.
 		FutureWindow          *duration `yaml:"future_window"`
 		MaxExemplarsPerSeries *int      `yaml:"max_exemplars_per_series"`
+		BlockCacheBytes       *int64    `yaml:"block_cache_bytes"`
 	} `yaml:"storage"`
 	Query struct {
 		Timeout        *duration `yaml:"timeout"`
@@ -94,6 +95,12 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setDur(&opts.Storage.FutureWindow, c.Storage.FutureWindow)
 	if c.Storage.MaxExemplarsPerSeries != nil {
 		opts.Storage.MaxExemplarsPerSeries = *c.Storage.MaxExemplarsPerSeries
+	}
+	if c.Storage.BlockCacheBytes != nil {
+		if *c.Storage.BlockCacheBytes <= 0 {
+			return fmt.Errorf("storage.block_cache_bytes must be positive, got %d", *c.Storage.BlockCacheBytes)
+		}
+		opts.Storage.BlockCacheBytes = *c.Storage.BlockCacheBytes
 	}
 	setDur(&opts.Query.Timeout, c.Query.Timeout)
 	setDur(&opts.Query.LookbackDelta, c.Query.LookbackDelta)

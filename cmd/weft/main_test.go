@@ -18,6 +18,7 @@ func TestParseFlags(t *testing.T) {
 storage:
   retention: 7d
   out_of_order_window: 30m
+  block_cache_bytes: 67108864
 query:
   timeout: 30s
   max_samples: 1000
@@ -63,7 +64,7 @@ otlp:
 			}
 		}},
 		{"config file", []string{"-config", cfg}, func(t *testing.T, o app.Options) {
-			if o.Storage.Retention != 7*24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute {
+			if o.Storage.Retention != 7*24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute || o.Storage.BlockCacheBytes != 64<<20 {
 				t.Errorf("storage %+v", o.Storage)
 			}
 			if o.Query.Timeout != 30*time.Second || o.Query.MaxSamples != 1000 || o.Query.LookbackDelta != 2*time.Minute || o.QueryMaxConcurrency != 4 {
@@ -113,6 +114,10 @@ func TestUsageErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("storage:\n  retension: 7d\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badCache := filepath.Join(t.TempDir(), "bad-cache.yml")
+	if err := os.WriteFile(badCache, []byte("storage:\n  block_cache_bytes: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	badOTLP := filepath.Join(t.TempDir(), "bad-otlp.yml")
 	if err := os.WriteFile(badOTLP, []byte("otlp:\n  translation_stratgy: NoTranslation\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -129,6 +134,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
 		{"unknown config key", []string{"-config", bad}, exitUsage, "field retension not found"},
 		{"unknown otlp config key", []string{"-config", badOTLP}, exitUsage, "field translation_stratgy not found"},
+		{"zero block cache", []string{"-config", badCache}, exitUsage, "block_cache_bytes must be positive"},
 		{"missing config", []string{"-config", "/nonexistent.yml"}, exitUsage, "read config"},
 		{"stray argument", []string{"serve"}, exitUsage, "unexpected arguments"},
 		{"negative wal sync interval", []string{"-wal-sync-interval", "-1s"}, exitUsage, "must not be negative"},

@@ -43,7 +43,7 @@ func newStorageCollector(src statsSource) *storageCollector {
 		headChunks:      d("weft_head_chunks", "Open chunks in the head."),
 		pendingChunks:   d("weft_head_pending_chunks", "Sealed chunks not yet written to Pebble."),
 		walBytes:        d("weft_wal_bytes", "Bytes in live write-ahead log segments."),
-		walFsyncs:       d("weft_wal_fsyncs_total", "Write-ahead log group fsyncs."),
+		walFsyncs:       d("weft_wal_fsyncs_total", "Write-ahead log fsyncs."),
 		compactions:     d("weft_compactions_total", "Compaction runs completed."),
 		checkpoints:     d("weft_checkpoints_total", "WAL checkpoints written."),
 		minTime:         d("weft_storage_min_time_seconds", "Oldest sample time in the store (Unix seconds)."),

@@ -38,7 +38,7 @@ type DBStats struct {
 	HeadChunks         int64             // open chunks in the head
 	PendingChunks      int64             // sealed chunks not yet written to Pebble
 	WALBytes           int64             // bytes in live WAL segments
-	WALFsyncs          uint64            // group fsyncs done
+	WALFsyncs          uint64            // WAL fsyncs done (per group commit or per sync interval)
 	SeriesCreated      uint64            // series created since Open
 	SamplesAppended    uint64            // samples committed since Open
 	SamplesRejected    map[string]uint64 // by reason (Reject* constants)

@@ -635,3 +635,45 @@ func BenchmarkPostingsUniqueValues(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLabels measures Index.Labels, which queries call once for every
+// matching series: the direct encoding (the default label build) beside the
+// labels.ScratchBuilder path the other label builds use.
+//
+//	go test ./index -run '^$' -bench BenchmarkLabels -cpu 1
+func BenchmarkLabels(b *testing.B) {
+	ix, _, _ := testIndex(b, DefaultOptions())
+	sb := labels.NewScratchBuilder(16)
+	const n = 10000
+	ids := make([]ID, n)
+	for i := range ids {
+		ids[i] = mustCreate(b, ix, KindMetric, gpuSeries(&sb, i), 1000)
+	}
+	r, _ := ix.rec(ids[0])
+	want, err := ix.syms.buildLabelsScratch(r.enc, &sb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []struct {
+		name  string
+		build func(enc string) (labels.Labels, error)
+	}{
+		{"direct", ix.syms.encodeLabels},
+		{"scratch", func(enc string) (labels.Labels, error) { return ix.syms.buildLabelsScratch(enc, &sb) }},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			if got, err := m.build(r.enc); err != nil || !labels.Equal(got, want) {
+				b.Fatalf("built %s (%v), want %s", got, err, want)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r, _ := ix.rec(ids[i%n])
+				if _, err := m.build(r.enc); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

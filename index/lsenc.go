@@ -3,8 +3,11 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/internal/promlabels"
 )
 
 // The in-memory compact label set: uvarint(number of labels), then for every
@@ -67,8 +70,63 @@ func decodeLabelRefs(dst []uint32, enc string) ([]uint32, error) {
 	return dst, nil
 }
 
-// buildLabels decodes enc into b and returns the label set.
+// buildLabels decodes enc and returns the label set. In the default
+// (stringlabels) build it writes Prometheus' label encoding straight into a
+// pooled buffer and allocates the result once; b is used only by the other
+// label builds. Queries that select many series call this once per series,
+// so it is a large part of their CPU.
 func (s *symbols) buildLabels(enc string, b *labels.ScratchBuilder) (labels.Labels, error) {
+	if _, ok := promlabels.FromEncoded(""); ok {
+		return s.encodeLabels(enc)
+	}
+	return s.buildLabelsScratch(enc, b)
+}
+
+// labelBufPool holds buffers for encodeLabels.
+var labelBufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodeLabels is buildLabels for the stringlabels build.
+func (s *symbols) encodeLabels(enc string) (labels.Labels, error) {
+	bp := labelBufPool.Get().(*[]byte)
+	defer labelBufPool.Put(bp)
+	buf := (*bp)[:0]
+	n, w := uvarintString(enc, 0)
+	if w <= 0 || n > maxLabels {
+		return labels.EmptyLabels(), fmt.Errorf("decode label set: count: %w", ErrCorrupt)
+	}
+	i := w
+	for j := uint64(0); j < n; j++ {
+		rn, w1 := uvarintString(enc, i)
+		if w1 <= 0 {
+			return labels.EmptyLabels(), fmt.Errorf("decode label set: name %d: %w", j, ErrCorrupt)
+		}
+		i += w1
+		rv, w2 := uvarintString(enc, i)
+		if w2 <= 0 {
+			return labels.EmptyLabels(), fmt.Errorf("decode label set: value %d: %w", j, ErrCorrupt)
+		}
+		i += w2
+		if rn > 1<<32-1 || rv > 1<<32-1 {
+			return labels.EmptyLabels(), fmt.Errorf("decode label set: ref overflow: %w", ErrCorrupt)
+		}
+		name, ok1 := s.name(uint32(rn))
+		value, ok2 := s.value(uint32(rn), uint32(rv))
+		if !ok1 || !ok2 {
+			return labels.EmptyLabels(), fmt.Errorf("decode label set: unknown symbol: %w", ErrCorrupt)
+		}
+		buf = promlabels.AppendString(buf, name)
+		buf = promlabels.AppendString(buf, value)
+	}
+	*bp = buf
+	if i != len(enc) {
+		return labels.EmptyLabels(), fmt.Errorf("decode label set: trailing bytes: %w", ErrCorrupt)
+	}
+	ls, _ := promlabels.FromEncoded(string(buf))
+	return ls, nil
+}
+
+// buildLabelsScratch is buildLabels with a labels.ScratchBuilder.
+func (s *symbols) buildLabelsScratch(enc string, b *labels.ScratchBuilder) (labels.Labels, error) {
 	b.Reset()
 	n, w := uvarintString(enc, 0)
 	if w <= 0 || n > maxLabels {

@@ -5,11 +5,13 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/internal/promlabels"
 )
 
 // maxLabelBytes is the longest label name or value Prometheus' label
 // encoding can hold (a 3-byte length); longer ones are rejected.
-const maxLabelBytes = 1<<24 - 1
+const maxLabelBytes = promlabels.MaxStringBytes
 
 // labelEncoder builds a series' labels straight into the encoding of
 // Prometheus' default (stringlabels) labels.Labels: for each pair, the
@@ -51,18 +53,9 @@ func (e *labelEncoder) add(buf []byte, name, value string) []byte {
 		e.named = true
 	}
 	e.wideLens = e.wideLens || len(name) >= utf8.RuneSelf || len(value) >= utf8.RuneSelf
-	buf = appendLabelString(buf, name)
+	buf = promlabels.AppendString(buf, name)
 	e.prevOff, e.prevEnd = len(buf)-len(name), len(buf)
-	return appendLabelString(buf, value)
-}
-
-func appendLabelString(buf []byte, s string) []byte {
-	if n := len(s); n < 255 {
-		buf = append(buf, byte(n))
-	} else {
-		buf = append(buf, 255, byte(n), byte(n>>8), byte(n>>16))
-	}
-	return append(buf, s...)
+	return promlabels.AppendString(buf, value)
 }
 
 // validUTF8 reports whether every name and value in buf is valid UTF-8.
@@ -99,7 +92,7 @@ func (e *labelEncoder) finish(buf []byte, checkUTF8, borrow bool) (labels.Labels
 		return labels.EmptyLabels(), false
 	}
 	if borrow {
-		return labelsFromEncoded(unsafeString(buf))
+		return promlabels.FromEncoded(unsafeString(buf))
 	}
-	return labelsFromEncoded(string(buf))
+	return promlabels.FromEncoded(string(buf))
 }

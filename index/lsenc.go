@@ -90,36 +90,20 @@ func (s *symbols) encodeLabels(enc string) (labels.Labels, error) {
 	bp := labelBufPool.Get().(*[]byte)
 	defer labelBufPool.Put(bp)
 	buf := (*bp)[:0]
-	n, w := uvarintString(enc, 0)
-	if w <= 0 || n > maxLabels {
-		return labels.EmptyLabels(), fmt.Errorf("decode label set: count: %w", ErrCorrupt)
-	}
-	i := w
-	for j := uint64(0); j < n; j++ {
-		rn, w1 := uvarintString(enc, i)
-		if w1 <= 0 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: name %d: %w", j, ErrCorrupt)
+	w, err := s.walkLabels(enc)
+	for err == nil && w.left > 0 {
+		var name, value string
+		if name, value, err = w.next(); err == nil {
+			buf = promlabels.AppendString(buf, name)
+			buf = promlabels.AppendString(buf, value)
 		}
-		i += w1
-		rv, w2 := uvarintString(enc, i)
-		if w2 <= 0 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: value %d: %w", j, ErrCorrupt)
-		}
-		i += w2
-		if rn > 1<<32-1 || rv > 1<<32-1 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: ref overflow: %w", ErrCorrupt)
-		}
-		name, ok1 := s.name(uint32(rn))
-		value, ok2 := s.value(uint32(rn), uint32(rv))
-		if !ok1 || !ok2 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: unknown symbol: %w", ErrCorrupt)
-		}
-		buf = promlabels.AppendString(buf, name)
-		buf = promlabels.AppendString(buf, value)
 	}
 	*bp = buf
-	if i != len(enc) {
-		return labels.EmptyLabels(), fmt.Errorf("decode label set: trailing bytes: %w", ErrCorrupt)
+	if err == nil {
+		err = w.end()
+	}
+	if err != nil {
+		return labels.EmptyLabels(), err
 	}
 	ls, _ := promlabels.FromEncoded(string(buf))
 	return ls, nil
@@ -128,36 +112,71 @@ func (s *symbols) encodeLabels(enc string) (labels.Labels, error) {
 // buildLabelsScratch is buildLabels with a labels.ScratchBuilder.
 func (s *symbols) buildLabelsScratch(enc string, b *labels.ScratchBuilder) (labels.Labels, error) {
 	b.Reset()
-	n, w := uvarintString(enc, 0)
-	if w <= 0 || n > maxLabels {
-		return labels.EmptyLabels(), fmt.Errorf("decode label set: count: %w", ErrCorrupt)
+	w, err := s.walkLabels(enc)
+	for err == nil && w.left > 0 {
+		var name, value string
+		if name, value, err = w.next(); err == nil {
+			b.Add(name, value)
+		}
 	}
-	i := w
-	for j := uint64(0); j < n; j++ {
-		rn, w1 := uvarintString(enc, i)
-		if w1 <= 0 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: name %d: %w", j, ErrCorrupt)
-		}
-		i += w1
-		rv, w2 := uvarintString(enc, i)
-		if w2 <= 0 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: value %d: %w", j, ErrCorrupt)
-		}
-		i += w2
-		if rn > 1<<32-1 || rv > 1<<32-1 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: ref overflow: %w", ErrCorrupt)
-		}
-		name, ok1 := s.name(uint32(rn))
-		value, ok2 := s.value(uint32(rn), uint32(rv))
-		if !ok1 || !ok2 {
-			return labels.EmptyLabels(), fmt.Errorf("decode label set: unknown symbol: %w", ErrCorrupt)
-		}
-		b.Add(name, value)
+	if err == nil {
+		err = w.end()
 	}
-	if i != len(enc) {
-		return labels.EmptyLabels(), fmt.Errorf("decode label set: trailing bytes: %w", ErrCorrupt)
+	if err != nil {
+		return labels.EmptyLabels(), err
 	}
 	return b.Labels(), nil
+}
+
+// labelWalk reads a compact label set one label at a time, resolving its
+// symbols: walkLabels, then next while left > 0, then end.
+type labelWalk struct {
+	s    *symbols
+	enc  string
+	i    int    // read position in enc
+	j    uint64 // labels read
+	left uint64 // labels still to read
+}
+
+func (s *symbols) walkLabels(enc string) (labelWalk, error) {
+	n, w := uvarintString(enc, 0)
+	if w <= 0 || n > maxLabels {
+		return labelWalk{}, fmt.Errorf("decode label set: count: %w", ErrCorrupt)
+	}
+	return labelWalk{s: s, enc: enc, i: w, left: n}, nil
+}
+
+// next returns the next label's name and value.
+func (w *labelWalk) next() (name, value string, err error) {
+	rn, w1 := uvarintString(w.enc, w.i)
+	if w1 <= 0 {
+		return "", "", fmt.Errorf("decode label set: name %d: %w", w.j, ErrCorrupt)
+	}
+	w.i += w1
+	rv, w2 := uvarintString(w.enc, w.i)
+	if w2 <= 0 {
+		return "", "", fmt.Errorf("decode label set: value %d: %w", w.j, ErrCorrupt)
+	}
+	w.i += w2
+	if rn > 1<<32-1 || rv > 1<<32-1 {
+		return "", "", fmt.Errorf("decode label set: ref overflow: %w", ErrCorrupt)
+	}
+	name, ok1 := w.s.name(uint32(rn))
+	value, ok2 := w.s.value(uint32(rn), uint32(rv))
+	if !ok1 || !ok2 {
+		return "", "", fmt.Errorf("decode label set: unknown symbol: %w", ErrCorrupt)
+	}
+	w.j++
+	w.left--
+	return name, value, nil
+}
+
+// end checks that nothing follows the last label.
+func (w *labelWalk) end() error {
+	if w.i != len(w.enc) {
+		return fmt.Errorf("decode label set: trailing bytes: %w", ErrCorrupt)
+	}
+	return nil
 }
 
 // equalLabels reports whether the compact encoding enc denotes ls. It is the

@@ -63,27 +63,38 @@ func NewOTLPIngester(app promstorage.AppendableV2, opts OTLPOptions, extraReject
 	return ing, nil
 }
 
-// otlpReceiver is what the HTTP and gRPC front ends share.
-type otlpReceiver struct {
-	ing        *otlp.Ingester
+// otlpLimits are the request limits and logger every OTLP receiver (metrics,
+// logs) applies, with zero values replaced by the defaults.
+type otlpLimits struct {
 	maxBytes   int64
 	retryAfter time.Duration
 	logger     *slog.Logger
+}
+
+func newOTLPLimits(maxBytes int64, retryAfter time.Duration, logger *slog.Logger) otlpLimits {
+	l := otlpLimits{maxBytes: maxBytes, retryAfter: retryAfter, logger: logger}
+	if l.maxBytes <= 0 {
+		l.maxBytes = DefaultOTLPMaxRequestBytes
+	}
+	if l.retryAfter <= 0 {
+		l.retryAfter = DefaultOTLPRetryAfter
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// otlpReceiver is what the HTTP and gRPC front ends share.
+type otlpReceiver struct {
+	otlpLimits
+	ing *otlp.Ingester
 	// err is set when the options were invalid; every request answers it.
 	err error
 }
 
 func newOTLPReceiver(app promstorage.AppendableV2, opts OTLPOptions) *otlpReceiver {
-	r := &otlpReceiver{maxBytes: opts.MaxRequestBytes, retryAfter: opts.RetryAfter, logger: opts.Logger}
-	if r.maxBytes <= 0 {
-		r.maxBytes = DefaultOTLPMaxRequestBytes
-	}
-	if r.retryAfter <= 0 {
-		r.retryAfter = DefaultOTLPRetryAfter
-	}
-	if r.logger == nil {
-		r.logger = slog.New(slog.DiscardHandler)
-	}
+	r := &otlpReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger)}
 	r.ing, r.err = NewOTLPIngester(app, opts)
 	if r.err != nil {
 		r.logger.Error("otlp_receiver_misconfigured", "err", r.err)

@@ -69,24 +69,13 @@ func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingeste
 
 // otlpLogsReceiver is what the HTTP and gRPC front ends share.
 type otlpLogsReceiver struct {
-	ing        *otlplogs.Ingester
-	maxBytes   int64
-	retryAfter time.Duration
-	logger     *slog.Logger
-	err        error // invalid options: every request answers it
+	otlpLimits
+	ing *otlplogs.Ingester
+	err error // invalid options: every request answers it
 }
 
 func newOTLPLogsReceiver(p loki.Pusher, opts OTLPLogsOptions) *otlpLogsReceiver {
-	r := &otlpLogsReceiver{maxBytes: opts.MaxRequestBytes, retryAfter: opts.RetryAfter, logger: opts.Logger}
-	if r.maxBytes <= 0 {
-		r.maxBytes = DefaultOTLPMaxRequestBytes
-	}
-	if r.retryAfter <= 0 {
-		r.retryAfter = DefaultOTLPRetryAfter
-	}
-	if r.logger == nil {
-		r.logger = slog.New(slog.DiscardHandler)
-	}
+	r := &otlpLogsReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger)}
 	r.ing, r.err = NewOTLPLogsIngester(p, opts)
 	if r.err != nil {
 		r.logger.Error("otlp_logs_receiver_misconfigured", "err", r.err)

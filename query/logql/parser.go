@@ -159,6 +159,21 @@ func (p *parser) parseTop() (Expr, error) {
 
 // ---- stream selector and pipeline ----
 
+// matchType maps a label matcher operator to its type.
+func matchType(op string) (labels.MatchType, bool) {
+	switch op {
+	case "=":
+		return labels.MatchEqual, true
+	case "!=":
+		return labels.MatchNotEqual, true
+	case "=~":
+		return labels.MatchRegexp, true
+	case "!~":
+		return labels.MatchNotRegexp, true
+	}
+	return 0, false
+}
+
 func (p *parser) parseMatchers() ([]*labels.Matcher, error) {
 	open := p.peek()
 	if err := p.expectOp("{"); err != nil {
@@ -171,17 +186,8 @@ func (p *parser) parseMatchers() ([]*labels.Matcher, error) {
 			return nil, err
 		}
 		opTok := p.next()
-		var mt labels.MatchType
-		switch opTok.text {
-		case "=":
-			mt = labels.MatchEqual
-		case "!=":
-			mt = labels.MatchNotEqual
-		case "=~":
-			mt = labels.MatchRegexp
-		case "!~":
-			mt = labels.MatchNotRegexp
-		default:
+		mt, ok := matchType(opTok.text)
+		if !ok {
 			p.i--
 			return nil, p.unexpected("=, !=, =~ or !~")
 		}
@@ -518,18 +524,7 @@ func (p *parser) parseNamedMatchers() ([]NamedMatcher, error) {
 		nm := NamedMatcher{Name: name}
 		t := p.peek()
 		if t.kind == tOp {
-			var mt labels.MatchType = -1
-			switch t.text {
-			case "=":
-				mt = labels.MatchEqual
-			case "!=":
-				mt = labels.MatchNotEqual
-			case "=~":
-				mt = labels.MatchRegexp
-			case "!~":
-				mt = labels.MatchNotRegexp
-			}
-			if mt >= 0 && p.peekN(1).kind == tString {
+			if mt, ok := matchType(t.text); ok && p.peekN(1).kind == tString {
 				p.next()
 				vt := p.next()
 				m, merr := labels.NewMatcher(mt, name, vt.text)
@@ -611,17 +606,11 @@ func (p *parser) parseLabelFilterPrimary() (LabelFilter, error) {
 	vt := p.peek()
 	if vt.kind == tString {
 		p.next()
-		var mt labels.MatchType
-		switch op {
-		case "=", "==":
-			mt = labels.MatchEqual
-		case "!=":
-			mt = labels.MatchNotEqual
-		case "=~":
-			mt = labels.MatchRegexp
-		case "!~":
-			mt = labels.MatchNotRegexp
-		default:
+		if op == "==" {
+			op = "=" // a string comparison: == is =
+		}
+		mt, ok := matchType(op)
+		if !ok {
 			return nil, p.errAt(opTok, "syntax error: operator %s needs a number, duration or bytes value", op)
 		}
 		m, merr := labels.NewMatcher(mt, name, vt.text)

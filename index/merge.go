@@ -26,12 +26,17 @@ const bitmapValueVersion byte = 0x01
 // (R1 ∪ R2, (A1 \ R2) ∪ A2), so partial merges during compaction stay exact.
 
 // appendBitmapEdit appends the encoding of the edit (remove, add) to dst.
-// Either may be nil (empty).
+// Either may be nil (empty). It converts runs of consecutive IDs in both to
+// run containers first, which changes their layout, not their sets:
+// streams are created in batches (a target's series, a run's GPUs), so most
+// postings are a few runs of consecutive IDs, and a run container holds a
+// run in 4 bytes where an array container spends 2 per ID.
 func appendBitmapEdit(dst []byte, remove, add *roaring64.Bitmap) ([]byte, error) {
 	dst = append(dst, bitmapValueVersion)
 	if remove == nil || remove.IsEmpty() {
 		dst = binary.AppendUvarint(dst, 0)
 	} else {
+		remove.RunOptimize()
 		rb, err := remove.ToBytes()
 		if err != nil {
 			return nil, fmt.Errorf("encode removed postings: %w", err)
@@ -42,6 +47,7 @@ func appendBitmapEdit(dst []byte, remove, add *roaring64.Bitmap) ([]byte, error)
 	if add == nil {
 		add = roaring64.New()
 	}
+	add.RunOptimize()
 	var buf bytes.Buffer
 	if _, err := add.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("encode added postings: %w", err)

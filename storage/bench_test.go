@@ -128,6 +128,8 @@ func BenchmarkAppendExisting(b *testing.B) {
 					for i := range lss {
 						ref, err := app.Append(refs[i], lss[i], ts, float64(ts)*0.5+float64(i))
 						if err != nil {
+							// An open appender would block the store's Close.
+							_ = app.Rollback()
 							b.Error(err)
 							return
 						}

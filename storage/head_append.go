@@ -6,8 +6,11 @@ import (
 	"math"
 	"sort"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	wchunkenc "github.com/weftdb/weft/storage/chunkenc"
 )
 
 // errSameSample marks an idempotent duplicate: accepted, nothing to store.
@@ -19,24 +22,68 @@ func chunkEncoding(vt chunkenc.ValueType) chunkenc.Encoding {
 	return vt.ChunkEncoding(true, true)
 }
 
-// emptyXOR2 is an empty XOR2 chunk's bytes (its header).
-var emptyXOR2 = chunkenc.NewXOR2Chunk().Bytes()
-
 // headChunkInitialBytes is the first buffer of a head float chunk. Prometheus
 // allocates 128 bytes; a series sampled every 15-30 s fills about 64 in its
 // first ten minutes, and with a million series (most of them short-lived in
-// a cluster with run churn) the difference is tens of megabytes. The buffer
-// grows by doubling like any Go slice.
+// a cluster with run churn) the difference is tens of megabytes. From its
+// eighth sample on, the buffer grows to the size the bytes per sample so far
+// predict for SamplesPerChunk samples (XOR2Writer), so a chunk that fills
+// up is reallocated two or three times rather than at every doubling.
 const headChunkInitialBytes = 32
 
-// newHeadChunk returns an empty open chunk for value type vt.
-func newHeadChunk(vt chunkenc.ValueType) (chunkenc.Chunk, error) {
+// newHeadChunk returns an empty open chunk for value type vt. Float chunks
+// are *headFloatChunk; expect is the sample count at which the chunk will
+// be cut (a sizing hint).
+func newHeadChunk(vt chunkenc.ValueType, expect int) (chunkenc.Chunk, error) {
 	if vt == chunkenc.ValFloat {
-		b := make([]byte, len(emptyXOR2), headChunkInitialBytes)
-		copy(b, emptyXOR2)
-		return chunkenc.FromData(chunkenc.EncXOR2, b)
+		c := &headFloatChunk{}
+		c.Init(headChunkInitialBytes, expect)
+		return c, nil
 	}
 	return chunkenc.NewEmptyChunk(chunkEncoding(vt))
+}
+
+// headFloatChunk is the head's open float chunk: Prometheus XOR2 bytes
+// (EncXOR2, read with Prometheus' iterator, sealed and stored as such)
+// written by weft's XOR2Writer, which produces the same bytes as Prometheus'
+// appender at a fraction of its per-sample cost. It is its own Appender.
+// Guarded by the owning series' mu like the rest of memSeries.
+type headFloatChunk struct {
+	wchunkenc.XOR2Writer
+}
+
+var (
+	_ chunkenc.Chunk    = (*headFloatChunk)(nil)
+	_ chunkenc.Appender = (*headFloatChunk)(nil)
+)
+
+func (*headFloatChunk) Encoding() chunkenc.Encoding { return chunkenc.EncXOR2 }
+
+func (c *headFloatChunk) Appender() (chunkenc.Appender, error) { return c, nil }
+
+func (c *headFloatChunk) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
+	pc, _ := chunkenc.FromData(chunkenc.EncXOR2, c.Bytes())
+	return pc.Iterator(it)
+}
+
+// Reset replaces the chunk with the XOR2 chunk stream, re-encoding its
+// samples (the writer's output for them is the same bytes).
+func (c *headFloatChunk) Reset(stream []byte) {
+	c.Init(len(stream)+headChunkInitialBytes, 0)
+	pc, _ := chunkenc.FromData(chunkenc.EncXOR2, stream)
+	it := pc.Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		t, v := it.At()
+		c.Append(it.AtST(), t, v)
+	}
+}
+
+func (*headFloatChunk) AppendHistogram(chunkenc.Appender, int64, int64, *histogram.Histogram, bool) (chunkenc.Chunk, bool, chunkenc.Appender, error) {
+	panic("appended a histogram sample to a float chunk")
+}
+
+func (*headFloatChunk) AppendFloatHistogram(chunkenc.Appender, int64, int64, *histogram.FloatHistogram, bool) (chunkenc.Chunk, bool, chunkenc.Appender, error) {
+	panic("appended a float histogram sample to a float chunk")
 }
 
 func encValType(e chunkenc.Encoding) chunkenc.ValueType {
@@ -222,7 +269,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		db.idx.Touch(s.id, x.t)
 	}
 	if s.chunk == nil {
-		c, err := newHeadChunk(vt)
+		c, err := newHeadChunk(vt, db.opts.SamplesPerChunk)
 		if err != nil {
 			return sealed, false, fmt.Errorf("new chunk: %w", err)
 		}
@@ -292,7 +339,8 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 // duplicate/window checks (an in-order sample passes them by definition) and
 // the histogram bookkeeping.
 func (db *DB) appendFloatFastLocked(s *memSeries, x sample, lo, hi int64) bool {
-	if x.h != nil || x.fh != nil || s.chunk == nil {
+	c, ok := s.chunk.(*headFloatChunk)
+	if !ok || x.h != nil || x.fh != nil {
 		return false
 	}
 	// lo <= cmint <= lastT < x.t < hi: one partition, no Touch, no cut for it.
@@ -302,12 +350,10 @@ func (db *DB) appendFloatFastLocked(s *memSeries, x sample, lo, hi int64) bool {
 	if s.ext != nil && (s.ext.lastH != nil || s.ext.lastFH != nil) {
 		return false
 	}
-	c := s.chunk
-	if encValType(c.Encoding()) != chunkenc.ValFloat || c.NumSamples() >= db.opts.SamplesPerChunk ||
-		len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend {
+	if c.NumSamples() >= db.opts.SamplesPerChunk || len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend {
 		return false
 	}
-	s.app.Append(x.st, x.t, x.v)
+	c.Append(x.st, x.t, x.v)
 	s.lastV = x.v
 	s.lastT.Store(x.t)
 	return true

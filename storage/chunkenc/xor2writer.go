@@ -1,0 +1,344 @@
+package chunkenc
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+
+	"github.com/prometheus/prometheus/model/value"
+)
+
+// XOR2Writer appends float samples to a chunk in Prometheus' XOR2 encoding
+// (tsdb/chunkenc.EncXOR2: joint timestamp/value control bits, byte-packed
+// delta-of-delta bins, optional per-sample start timestamps). Its output is
+// byte for byte what Prometheus' XOR2 appender writes for the same samples
+// (TestXOR2WriterMatchesPrometheus, FuzzXOR2Writer), so the chunk is read
+// with Prometheus' iterator and stored as an EncXOR2 chunk; the format is
+// Prometheus' and is not described again in docs/format/chunkenc.md.
+//
+// It exists for the head's per-sample cost: Prometheus' bit stream writes a
+// bit or a byte at a time with an append and a bounds check each, where
+// this writer merges the bits of each field with the partial last byte and
+// stores them as one 64-bit big-endian word, and sizes its buffer from the
+// bytes per sample seen so far instead of doubling from a small start.
+//
+// Bytes is a valid chunk after every Append (sample count included), so a
+// reader holding the owner's lock may copy it at any time. Not safe for
+// concurrent use; the owner serialises Append, Bytes and Compact.
+type XOR2Writer struct {
+	buf  []byte
+	free uint8 // unused (zero) low bits of the last byte of buf
+
+	leading, trailing uint8 // value window; leading 0xff before the first
+
+	n               uint16 // samples so far (also in buf[0:2])
+	firstSTChangeOn uint16
+
+	st, t  int64
+	v      uint64 // bits of the previous non-stale value
+	tDelta uint64
+	stDiff int64
+
+	expect int // samples the chunk is expected to reach (sizing hint)
+}
+
+const (
+	xor2HeaderSize = 3 // u16 sample count, ST header byte
+	// xor2MaxFirstSTChangeOn is the largest sample index the ST header byte
+	// can name (7 bits).
+	xor2MaxFirstSTChangeOn = 0x7f
+	// xor2PutSlack is the spare capacity put needs: it stores a 64-bit word
+	// at the partial last byte and possibly one byte after it.
+	xor2PutSlack = 9
+)
+
+// NewXOR2Writer returns a writer of an empty chunk in a new buffer of
+// initialCap bytes (at least the header). expectSamples, if positive, is
+// how many samples the chunk will likely hold; the buffer is then grown to
+// the estimated final size rather than doubled.
+func NewXOR2Writer(initialCap, expectSamples int) *XOR2Writer {
+	w := &XOR2Writer{}
+	w.Init(initialCap, expectSamples)
+	return w
+}
+
+// Init makes w the writer of an empty chunk in a new buffer, as
+// NewXOR2Writer does, for a writer embedded in another struct.
+func (w *XOR2Writer) Init(initialCap, expectSamples int) {
+	*w = XOR2Writer{expect: expectSamples, leading: 0xff}
+	w.buf = make([]byte, xor2HeaderSize, max(initialCap, xor2HeaderSize+xor2PutSlack))
+}
+
+// Bytes returns the chunk: Prometheus XOR2 bytes including the header. The
+// slice aliases the writer's buffer and is valid until the next Append or
+// Compact.
+func (w *XOR2Writer) Bytes() []byte { return w.buf }
+
+// NumSamples returns the number of samples appended.
+func (w *XOR2Writer) NumSamples() int { return int(w.n) }
+
+// Compact drops spare capacity beyond a small threshold by copying the
+// chunk into a buffer of its size, for a chunk that will take no more
+// samples. The writer may still be appended to afterwards.
+func (w *XOR2Writer) Compact() {
+	if l := len(w.buf); cap(w.buf) > l+32 {
+		w.buf = append(make([]byte, 0, l), w.buf...)
+	}
+}
+
+// grow makes room for at least xor2PutSlack more bytes.
+func (w *XOR2Writer) grow() {
+	l := len(w.buf)
+	c := 2 * cap(w.buf)
+	if n := int(w.n); w.expect > 0 && n >= 8 && n < w.expect {
+		// Bytes per sample so far times the samples still expected, plus
+		// an eighth for variance.
+		est := l + (l-xor2HeaderSize)*(w.expect-n)/n
+		c = est + est/8
+	}
+	c = max(c, l+l/4, l+4*xor2PutSlack)
+	w.buf = append(make([]byte, 0, c), w.buf...)
+}
+
+// put appends the low nbits (1..64) bits of u, most significant first.
+func (w *XOR2Writer) put(u uint64, nbits uint) {
+	if cap(w.buf)-len(w.buf) < xor2PutSlack {
+		w.grow()
+	}
+	b := w.buf[:cap(w.buf)]
+	n := len(w.buf)
+	u <<= 64 - nbits
+	var used uint
+	acc := u
+	if w.free != 0 {
+		n--
+		used = 8 - uint(w.free)
+		acc = uint64(b[n])<<56 | u>>used
+	}
+	total := used + nbits
+	binary.BigEndian.PutUint64(b[n:n+8], acc)
+	if total > 64 {
+		b[n+8] = byte((u << (64 - used)) >> 56)
+	}
+	w.buf = b[:n+int((total+7)/8)]
+	w.free = uint8(-total & 7)
+}
+
+// putZero appends a single 0 bit.
+func (w *XOR2Writer) putZero() {
+	if w.free != 0 {
+		w.free--
+		return
+	}
+	w.buf = append(w.buf, 0)
+	w.free = 7
+}
+
+// putBytes appends whole bytes at the current bit position.
+func (w *XOR2Writer) putBytes(p []byte) {
+	if w.free == 0 {
+		w.buf = append(w.buf, p...)
+		return
+	}
+	for _, c := range p {
+		w.put(uint64(c), 8)
+	}
+}
+
+// putVarbitInt writes val in Prometheus' varbit integer encoding
+// (tsdb/chunkenc putVarbitIntFast).
+func (w *XOR2Writer) putVarbitInt(val int64) {
+	u := uint64(val)
+	switch {
+	case val == 0:
+		w.putZero()
+	case varbitRange(val, 3):
+		w.put((0b10<<3)|(u&0x7), 5)
+	case varbitRange(val, 6):
+		w.put((0b110<<6)|(u&0x3F), 9)
+	case varbitRange(val, 9):
+		w.put((0b1110<<9)|(u&0x1FF), 13)
+	case varbitRange(val, 12):
+		w.put((0b11110<<12)|(u&0xFFF), 17)
+	case varbitRange(val, 18):
+		w.put((0b111110<<18)|(u&0x3FFFF), 24)
+	case varbitRange(val, 25):
+		w.put((0b1111110<<25)|(u&0x1FFFFFF), 32)
+	case varbitRange(val, 56):
+		w.put((0b11111110<<56)|(u&0xFFFFFFFFFFFFFF), 64)
+	default:
+		w.put(0b11111111, 8)
+		w.put(u, 64)
+	}
+}
+
+// varbitRange reports whether x fits the varbit bucket of nbits bits:
+// -(2^(nbits-1)-1) <= x <= 2^(nbits-1).
+func varbitRange(x int64, nbits uint8) bool {
+	return -((1<<(nbits-1))-1) <= x && x <= 1<<(nbits-1)
+}
+
+// Append adds a sample with start timestamp st (0: none). Timestamps must
+// increase; a chunk holds at most 65535 samples (Append panics beyond, as
+// Prometheus' appender does).
+func (w *XOR2Writer) Append(st, t int64, v float64) {
+	vb := math.Float64bits(v)
+	switch w.n {
+	case 0:
+		var tmp [binary.MaxVarintLen64]byte
+		w.putBytes(tmp[:binary.PutVarint(tmp[:], t)])
+		w.put(vb, 64)
+		if st != 0 {
+			w.putBytes(tmp[:binary.PutVarint(tmp[:], t-st)])
+			w.buf[2] = 0x80 // first ST known
+		}
+		w.st, w.t, w.tDelta, w.stDiff = st, t, 0, 0
+	case 1:
+		tDelta := uint64(t - w.t)
+		var tmp [binary.MaxVarintLen64]byte
+		w.putBytes(tmp[:binary.PutUvarint(tmp[:], tDelta)])
+		w.putValueDod(vb)
+		var stDiff int64
+		if st != w.st {
+			stDiff = w.t - st
+			w.firstSTChangeOn = 1
+			w.buf[2] |= 1
+			w.putVarbitInt(stDiff)
+		}
+		w.st, w.t, w.tDelta, w.stDiff = st, t, tDelta, stDiff
+	case math.MaxUint16:
+		panic("chunk capacity exceeded")
+	default:
+		tDelta := uint64(t - w.t)
+		dod := int64(tDelta - w.tDelta)
+		if w.firstSTChangeOn == 0 && st == w.st && w.n != xor2MaxFirstSTChangeOn {
+			// No start timestamp data for this sample.
+			w.putJoint(dod, vb)
+		} else if w.firstSTChangeOn > 0 {
+			// Start timestamps changed earlier: every sample carries the
+			// change of its ST distance.
+			newStDiff := w.t - st
+			w.putJoint(dod, vb)
+			w.putVarbitInt(newStDiff - w.stDiff)
+			w.stDiff, w.st = newStDiff, st
+		} else {
+			// The first ST change (or the last index the header can name).
+			w.putJoint(dod, vb)
+			w.stDiff = w.t - st
+			w.firstSTChangeOn = w.n
+			w.buf[2] |= uint8(w.n)
+			w.putVarbitInt(w.stDiff)
+			w.st = st
+		}
+		w.t, w.tDelta = t, tDelta
+	}
+	if !value.IsStaleNaN(v) {
+		w.v = vb
+	}
+	w.n++
+	binary.BigEndian.PutUint16(w.buf, w.n)
+}
+
+// putJoint writes the joint timestamp/value control sequence of a sample
+// at index >= 2.
+func (w *XOR2Writer) putJoint(dod int64, vb uint64) {
+	if dod == 0 {
+		if vb == w.v {
+			w.putZero()
+			return
+		}
+		if value.IsStaleNaN(math.Float64frombits(vb)) {
+			w.put(0b11111, 5)
+			return
+		}
+		w.putValueNonZero(vb ^ w.v)
+		return
+	}
+	switch {
+	case dod >= -(1<<12) && dod <= (1<<12)-1:
+		// '110' and a 13-bit dod: two bytes.
+		if vb == w.v {
+			// Value unchanged: the trailing 0 bit is folded in.
+			w.put((0b110<<14)|(uint64(dod)&0x1FFF)<<1, 17)
+			return
+		}
+		w.put((0b110<<13)|(uint64(dod)&0x1FFF), 16)
+	case dod >= -(1<<19) && dod <= (1<<19)-1:
+		// '1110' and a 20-bit dod: three bytes.
+		w.put((0b1110<<20)|(uint64(dod)&0xFFFFF), 24)
+	default:
+		w.put(0b11110, 5)
+		w.put(uint64(dod), 64)
+	}
+	w.putValueDod(vb)
+}
+
+// putValueDod writes a value after a non-zero dod (or the second sample):
+// '0' unchanged, '10' reuse window, '110' new window, '111' stale NaN.
+func (w *XOR2Writer) putValueDod(vb uint64) {
+	if value.IsStaleNaN(math.Float64frombits(vb)) {
+		w.put(0b111, 3)
+		return
+	}
+	delta := vb ^ w.v
+	if delta == 0 {
+		w.putZero()
+		return
+	}
+	lead, trail := window(delta)
+	if lead >= w.leading && trail >= w.trailing && lead+trail <= w.leading+w.trailing+12 {
+		m := 64 - uint(w.leading) - uint(w.trailing)
+		w.putWindowed(0b10, 2, delta>>w.trailing, m)
+		return
+	}
+	lead, trail = w.widen(lead, trail, 6)
+	w.put((0b110<<11)|uint64(lead)<<6|uint64(64-lead-trail)&0x3F, 14)
+	w.put(delta>>trail, 64-uint(lead)-uint(trail))
+}
+
+// putValueNonZero writes '10' (dod 0, value changed) and the value: '0'
+// reuse window or '1' new window.
+func (w *XOR2Writer) putValueNonZero(delta uint64) {
+	lead, trail := window(delta)
+	if lead >= w.leading && trail >= w.trailing && lead+trail <= w.leading+w.trailing+11 {
+		m := 64 - uint(w.leading) - uint(w.trailing)
+		w.putWindowed(0b100, 3, delta>>w.trailing, m)
+		return
+	}
+	lead, trail = w.widen(lead, trail, 5)
+	w.put((0b101<<11)|uint64(lead)<<6|uint64(64-lead-trail)&0x3F, 14)
+	w.put(delta>>trail, 64-uint(lead)-uint(trail))
+}
+
+// putWindowed writes a prefix of pn bits and m value bits, in one word
+// when they fit.
+func (w *XOR2Writer) putWindowed(prefix uint64, pn uint, x uint64, m uint) {
+	if pn+m <= 64 {
+		w.put(prefix<<m|x, pn+m)
+		return
+	}
+	w.put(prefix, pn)
+	w.put(x, m)
+}
+
+// window returns the leading (capped at 31) and trailing zero bits of a
+// non-zero XOR delta.
+func window(delta uint64) (lead, trail uint8) {
+	lead = uint8(bits.LeadingZeros64(delta))
+	trail = uint8(bits.TrailingZeros64(delta))
+	return min(lead, 31), trail
+}
+
+// widen keeps the previous window's boundaries when a wider new window
+// would cost at most slack extra payload bits with them, then records the
+// window chosen (Prometheus' heuristic, for identical output).
+func (w *XOR2Writer) widen(lead, trail, slack uint8) (uint8, uint8) {
+	if w.leading != 0xff && (lead < w.leading || trail < w.trailing) {
+		ul, ut := min(lead, w.leading), min(trail, w.trailing)
+		if lead+trail-ul-ut <= slack {
+			lead, trail = ul, ut
+		}
+	}
+	w.leading, w.trailing = lead, trail
+	return lead, trail
+}

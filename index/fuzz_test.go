@@ -36,6 +36,10 @@ func FuzzIndexKey(f *testing.F) {
 		if err != nil || got.Type != keyStream || got.ID != ID(id) {
 			t.Fatalf("stream key round trip: %+v, %v", got, err)
 		}
+		got, err = decodeKey(appendStreamBucketKey(nil, id))
+		if err != nil || got.Type != keyStreamBucket || got.Bucket != id {
+			t.Fatalf("stream bucket key round trip: %+v, %v", got, err)
+		}
 		// Partition order is numeric order.
 		a, b := appendPartPrefix(nil, part), appendPartPrefix(nil, part+1)
 		if part != 1<<63-1 && bytes.Compare(a, b) >= 0 {

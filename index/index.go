@@ -131,6 +131,9 @@ type Index struct {
 
 	pendingMu  sync.Mutex
 	pendingNew *roaring64.Bitmap // streams created since the last Persist
+	// legacyRecords: the store holds per-stream records of an earlier
+	// version (0x01 's'), which deletions must remove too. Set by Open.
+	legacyRecords bool
 
 	writeMu sync.Mutex // serializes Persist, Delete and DropPartitionsBefore
 	closed  atomic.Bool

@@ -12,9 +12,10 @@ const (
 	// Pebble database; other keyspaces belong to storage.
 	keyspaceIndex byte = 0x01
 
-	tagAlloc  byte = 'a' // 0x01 'a'                         → next ID to allocate (8 bytes BE)
-	tagStream byte = 's' // 0x01 's' <id:8>                  → stream record
-	tagPart   byte = 'p' // 0x01 'p' <part:8> ...            → postings of one partition
+	tagAlloc        byte = 'a' // 0x01 'a'                         → next ID to allocate (8 bytes BE)
+	tagStream       byte = 's' // 0x01 's' <id:8>                  → stream record (format of earlier versions: read, never written)
+	tagStreamBucket byte = 'r' // 0x01 'r' <bucket:8>         → stream records of IDs bucket<<8 .. bucket<<8|255 (streamfrag.go)
+	tagPart         byte = 'p' // 0x01 'p' <part:8> ...            → postings of one partition
 
 	subKind byte = 'k' // ... 'k' <kind:1>                               → bitmap of all streams of kind
 	subPair byte = 'v' // ... 'v' <kind:1> <uvarint len(name)> name value → bitmap of streams with name=value
@@ -27,18 +28,20 @@ const (
 	keyInvalid keyType = iota
 	keyAlloc
 	keyStream
+	keyStreamBucket
 	keyKind
 	keyPair
 )
 
 // indexKey is a decoded index key. Name and Value alias the decoded key.
 type indexKey struct {
-	Type  keyType
-	ID    ID    // keyStream
-	Part  int64 // keyKind, keyPair
-	Kind  Kind  // keyKind, keyPair
-	Name  []byte
-	Value []byte
+	Type   keyType
+	ID     ID     // keyStream
+	Bucket uint64 // keyStreamBucket
+	Part   int64  // keyKind, keyPair
+	Kind   Kind   // keyKind, keyPair
+	Name   []byte
+	Value  []byte
 }
 
 // allocKey returns the key of the ID allocator's high-water mark.
@@ -103,6 +106,13 @@ func decodeKey(key []byte) (indexKey, error) {
 		}
 		k.Type = keyStream
 		k.ID = ID(binary.BigEndian.Uint64(key[2:]))
+		return k, nil
+	case tagStreamBucket:
+		if len(key) != 10 {
+			return k, fmt.Errorf("decode stream bucket key: length %d: %w", len(key), ErrCorrupt)
+		}
+		k.Type = keyStreamBucket
+		k.Bucket = binary.BigEndian.Uint64(key[2:])
 		return k, nil
 	case tagPart:
 		if len(key) < partPrefixLen+2 {

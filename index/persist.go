@@ -63,46 +63,103 @@ func (ix *Index) loadAlloc() error {
 	return nil
 }
 
-// loadStreams reads the registry. Streams get lastPart = MinInt64 so the
-// first Touch checks partition membership.
+// loadStreams reads the registry: the stream buckets and the per-stream
+// records of earlier versions. Streams get lastPart = MinInt64 so the first
+// Touch checks partition membership.
 func (ix *Index) loadStreams() error {
-	lower := []byte{keyspaceIndex, tagStream}
-	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{keyspaceIndex, tagStream + 1}})
+	it, err := ix.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{keyspaceIndex, tagStreamBucket},
+		UpperBound: []byte{keyspaceIndex, tagStream + 1},
+	})
 	if err != nil {
 		return fmt.Errorf("read streams: %w", err)
 	}
 	defer it.Close()
-	b := labels.NewScratchBuilder(16)
-	var refs []uint32
-	var encBuf [encScratch * 2]byte
+	l := streamLoader{ix: ix, b: labels.NewScratchBuilder(16), bucket: map[ID]loadedStream{}}
 	for it.First(); it.Valid(); it.Next() {
 		k, err := decodeKey(it.Key())
-		if err != nil || k.Type != keyStream || k.ID == 0 {
+		if err != nil || (k.Type != keyStream && k.Type != keyStreamBucket) {
 			return fmt.Errorf("read streams: key %x: %w", it.Key(), ErrCorrupt)
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return fmt.Errorf("read stream %d: %w", k.ID, err)
+			return fmt.Errorf("read streams: %w", err)
 		}
-		b.Reset()
-		kind, err := decodeStreamValue(v, func(name, value []byte) { b.Add(string(name), string(value)) })
+		if k.Type == keyStreamBucket {
+			if err := l.loadBucket(k.Bucket, v); err != nil {
+				return fmt.Errorf("read streams: %w", err)
+			}
+			continue
+		}
+		if k.ID == 0 {
+			return fmt.Errorf("read streams: key %x: %w", it.Key(), ErrCorrupt)
+		}
+		ix.legacyRecords = true
+		l.b.Reset()
+		kind, err := decodeStreamValue(v, func(name, value []byte) { l.b.Add(string(name), string(value)) })
 		if err != nil {
 			return fmt.Errorf("read stream %d: %w", k.ID, err)
 		}
-		b.Sort()
-		ls := b.Labels()
-		refs = ix.syms.internLabels(ls, refs[:0])
-		h := streamHash(kind, ls)
-		hs := ix.hashShardOf(h)
-		insertHashLocked(hs, h, k.ID) // single-threaded during Open
-		ix.recs.put(k.ID, streamRec{enc: ix.encs.copyOf(appendLabelRefs(encBuf[:0], refs)), lastPart: math.MinInt64, kind: kind})
-		ix.numStreams[kind].Add(1)
-		ix.advanceAlloc(k.ID)
+		l.insert(k.ID, kind)
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("read streams: %w", err)
 	}
 	return nil
+}
+
+// streamLoader inserts stored streams into the registry during Open.
+type streamLoader struct {
+	ix     *Index
+	b      labels.ScratchBuilder
+	refs   []uint32
+	encBuf [encScratch * 2]byte
+	bucket map[ID]loadedStream // the streams of the bucket being read
+}
+
+type loadedStream struct {
+	r streamRec
+	h uint64 // streamHash
+}
+
+// loadBucket inserts the streams of bucket b that no deletions fragment
+// removed.
+func (l *streamLoader) loadBucket(b uint64, v []byte) error {
+	clear(l.bucket)
+	err := decodeStreamBucket(b, v, func(id ID, kind Kind, ls []fragLabel) {
+		l.b.Reset()
+		for _, x := range ls {
+			l.b.Add(x.name, x.value)
+		}
+		l.bucket[id] = l.stream(kind)
+	}, func(id ID) { delete(l.bucket, id) })
+	if err != nil {
+		return err
+	}
+	for id, s := range l.bucket {
+		l.put(id, s)
+	}
+	return nil
+}
+
+// insert inserts stream id with the labels in l.b.
+func (l *streamLoader) insert(id ID, kind Kind) { l.put(id, l.stream(kind)) }
+
+// stream interns the labels in l.b and returns the stream's record.
+func (l *streamLoader) stream(kind Kind) loadedStream {
+	l.b.Sort()
+	ls := l.b.Labels()
+	l.refs = l.ix.syms.internLabels(ls, l.refs[:0])
+	r := streamRec{enc: l.ix.encs.copyOf(appendLabelRefs(l.encBuf[:0], l.refs)), lastPart: math.MinInt64, kind: kind}
+	return loadedStream{r: r, h: streamHash(kind, ls)}
+}
+
+func (l *streamLoader) put(id ID, s loadedStream) {
+	ix := l.ix
+	insertHashLocked(ix.hashShardOf(s.h), s.h, id) // single-threaded during Open
+	ix.recs.put(id, s.r)
+	ix.numStreams[s.r.kind].Add(1)
+	ix.advanceAlloc(id)
 }
 
 // loadPartitions finds every partition and reads its per-kind stream sets,
@@ -229,6 +286,19 @@ func (ix *Index) writePending(ctx context.Context, newIDs *roaring64.Bitmap, eac
 	var key, val []byte
 	var names, values []string
 	var refs []uint32
+	var fw recordFragWriter
+	bucket := uint64(math.MaxUint64)
+	flush := func() error {
+		if fw.n == 0 {
+			return nil
+		}
+		key = appendStreamBucketKey(key[:0], bucket)
+		val = fw.appendTo(val[:0])
+		if err := b.Merge(key, val, nil); err != nil {
+			return fmt.Errorf("batch stream bucket %d: %w", bucket, err)
+		}
+		return nil
+	}
 	i := 0
 	it := newIDs.Iterator()
 	for it.HasNext() {
@@ -251,11 +321,17 @@ func (ix *Index) writePending(ctx context.Context, newIDs *roaring64.Bitmap, eac
 			v, _ := ix.syms.value(refs[j], refs[j+1])
 			names, values = append(names, n), append(values, v)
 		}
-		key = appendStreamKey(key[:0], id)
-		val = appendStreamValue(val[:0], r.kind, names, values)
-		if err := b.Set(key, val, nil); err != nil {
-			return fmt.Errorf("batch stream %d: %w", id, err)
+		if sb := streamBucket(id); sb != bucket {
+			if err := flush(); err != nil {
+				return err
+			}
+			bucket = sb
+			fw.reset(bucket)
 		}
+		fw.add(id, r.kind, names, values)
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 
 	err := eachPart(func(p *partition, ids *roaring64.Bitmap) error {

@@ -226,6 +226,17 @@ func (s *recStore) remove(id ID, keep func(streamRec) bool) (streamRec, bool) {
 	return r, true
 }
 
+// pageEmpty reports whether no stream of id's page is in the store.
+func (s *recStore) pageEmpty(id ID) bool {
+	p, _ := s.page(id)
+	if p == nil {
+		return true
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.live == 0
+}
+
 // pageForWrite returns the page of id, allocating it (and its chunk) if
 // needed.
 func (s *recStore) pageForWrite(id ID) (*recPage, int) {

@@ -64,7 +64,6 @@ func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
 	if err := b.DeleteRange(appendPartPrefix(nil, minPartNum), appendPartPrefix(nil, cut), nil); err != nil {
 		return fmt.Errorf("drop partitions before %d: %w", cut, err)
 	}
-	var key []byte
 	forgotten := roaring64.New()
 	it := candidates.Iterator()
 	for i := 0; it.HasNext(); i++ {
@@ -77,10 +76,9 @@ func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
 			continue
 		}
 		forgotten.Add(uint64(id))
-		key = appendStreamKey(key[:0], id)
-		if err := b.Delete(key, nil); err != nil {
-			return fmt.Errorf("drop partitions: delete stream %d: %w", id, err)
-		}
+	}
+	if err := ix.batchDeleteRecords(b, forgotten); err != nil {
+		return fmt.Errorf("drop partitions before %d: %w", cut, err)
 	}
 	ix.pendingMu.Lock()
 	ix.pendingNew.AndNot(forgotten)
@@ -112,6 +110,7 @@ func (ix *Index) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
 		refs []uint32
 	}
 	removed := map[ID]gone{}
+	removedIDs := roaring64.New()
 	b := ix.db.NewBatch()
 	defer b.Close()
 	var key []byte
@@ -130,13 +129,13 @@ func (ix *Index) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
 			panic(fmt.Sprintf("BUG: stream %d has a corrupt in-memory label set: %v", id, err))
 		}
 		removed[id] = gone{kind: r.kind, refs: refs}
-		key = appendStreamKey(key[:0], id)
-		if err := b.Delete(key, nil); err != nil {
-			return fmt.Errorf("delete stream %d: %w", id, err)
-		}
+		removedIDs.Add(uint64(id))
 	}
 	if len(removed) == 0 {
 		return nil
+	}
+	if err := ix.batchDeleteRecords(b, removedIDs); err != nil {
+		return fmt.Errorf("delete streams: %w", err)
 	}
 	ix.pendingMu.Lock()
 	for id := range removed {

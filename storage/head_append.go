@@ -25,11 +25,13 @@ func chunkEncoding(vt chunkenc.ValueType) chunkenc.Encoding {
 // headChunkInitialBytes is the first buffer of a head float chunk. Prometheus
 // allocates 128 bytes; a series sampled every 15-30 s fills about 64 in its
 // first ten minutes, and with a million series (most of them short-lived in
-// a cluster with run churn) the difference is tens of megabytes. From its
-// eighth sample on, the buffer grows to the size the bytes per sample so far
-// predict for SamplesPerChunk samples (XOR2Writer), so a chunk that fills
-// up is reallocated two or three times rather than at every doubling.
-const headChunkInitialBytes = 32
+// a cluster with run churn) the difference is tens of megabytes. 48 is the
+// smallest XOR2Writer takes (header and room for one worst-case sample).
+// From its fourth sample on, the buffer grows to the size the bytes per
+// sample so far predict for SamplesPerChunk samples (XOR2Writer), so a
+// chunk that fills up is reallocated two or three times rather than at
+// every doubling.
+const headChunkInitialBytes = 48
 
 // newHeadChunk returns an empty open chunk for value type vt. Float chunks
 // are *headFloatChunk; expect is the sample count at which the chunk will

@@ -26,20 +26,26 @@ import (
 // reader holding the owner's lock may copy it at any time. Not safe for
 // concurrent use; the owner serialises Append, Bytes and Compact.
 type XOR2Writer struct {
-	buf  []byte
-	free uint8 // unused (zero) low bits of the last byte of buf
+	// buf holds the chunk in its first (pos+7)/8 bytes; every bit after
+	// pos is zero, so a write ORs into the partial last byte unmasked.
+	buf []byte
+	pos uint32 // bits written, header included
 
 	leading, trailing uint8 // value window; leading 0xff before the first
+	// tail is the partial last byte (buf[pos/8] when pos%8 != 0, else 0),
+	// kept here so that put only stores to the buffer: the buffer's last
+	// cache line is then not read back, a miss per sample on a head with
+	// many series.
+	tail byte
 
 	n               uint16 // samples so far (also in buf[0:2])
 	firstSTChangeOn uint16
+	expect          uint16 // samples the chunk is expected to reach (sizing hint)
 
 	st, t  int64
 	v      uint64 // bits of the previous non-stale value
 	tDelta uint64
 	stDiff int64
-
-	expect int // samples the chunk is expected to reach (sizing hint)
 }
 
 const (
@@ -47,9 +53,17 @@ const (
 	// xor2MaxFirstSTChangeOn is the largest sample index the ST header byte
 	// can name (7 bits).
 	xor2MaxFirstSTChangeOn = 0x7f
-	// xor2PutSlack is the spare capacity put needs: it stores a 64-bit word
-	// at the partial last byte and possibly one byte after it.
+	// xor2PutSlack is the room put needs after the partial last byte: it
+	// stores a 64-bit word there and one byte after it.
 	xor2PutSlack = 9
+	// xor2EstimateMax bounds the size grow estimates (not the chunk):
+	// Prometheus and the head cut float chunks at about 1 KiB.
+	xor2EstimateMax = 1024
+	// xor2SampleRoom is the room Append makes before a sample: the largest
+	// sample (second sample: 10-byte delta varint, 78-bit new value window,
+	// 72-bit start timestamp varbit; 29 bytes) plus xor2PutSlack, rounded
+	// up. put and putZero then need no capacity check of their own.
+	xor2SampleRoom = 40
 )
 
 // NewXOR2Writer returns a writer of an empty chunk in a new buffer of
@@ -65,14 +79,14 @@ func NewXOR2Writer(initialCap, expectSamples int) *XOR2Writer {
 // Init makes w the writer of an empty chunk in a new buffer, as
 // NewXOR2Writer does, for a writer embedded in another struct.
 func (w *XOR2Writer) Init(initialCap, expectSamples int) {
-	*w = XOR2Writer{expect: expectSamples, leading: 0xff}
-	w.buf = make([]byte, xor2HeaderSize, max(initialCap, xor2HeaderSize+xor2PutSlack))
+	*w = XOR2Writer{expect: uint16(min(max(expectSamples, 0), math.MaxUint16)), leading: 0xff, pos: 8 * xor2HeaderSize}
+	w.buf = make([]byte, max(initialCap, xor2HeaderSize+xor2SampleRoom))
 }
 
 // Bytes returns the chunk: Prometheus XOR2 bytes including the header. The
 // slice aliases the writer's buffer and is valid until the next Append or
 // Compact.
-func (w *XOR2Writer) Bytes() []byte { return w.buf }
+func (w *XOR2Writer) Bytes() []byte { return w.buf[:(w.pos+7)/8] }
 
 // NumSamples returns the number of samples appended.
 func (w *XOR2Writer) NumSamples() int { return int(w.n) }
@@ -81,65 +95,60 @@ func (w *XOR2Writer) NumSamples() int { return int(w.n) }
 // chunk into a buffer of its size, for a chunk that will take no more
 // samples. The writer may still be appended to afterwards.
 func (w *XOR2Writer) Compact() {
-	if l := len(w.buf); cap(w.buf) > l+32 {
-		w.buf = append(make([]byte, 0, l), w.buf...)
+	if l := int(w.pos+7) / 8; len(w.buf) > l+32 {
+		w.buf = append(make([]byte, 0, l), w.buf[:l]...)
 	}
 }
 
-// grow makes room for at least xor2PutSlack more bytes.
+// grow makes room for at least xor2SampleRoom bytes after the last one.
 func (w *XOR2Writer) grow() {
-	l := len(w.buf)
-	c := 2 * cap(w.buf)
-	if n := int(w.n); w.expect > 0 && n >= 8 && n < w.expect {
+	l := int(w.pos+7) / 8
+	c := 2 * len(w.buf)
+	if n := int(w.n); n >= 4 && n < int(w.expect) {
 		// Bytes per sample so far times the samples still expected, plus
 		// an eighth for variance.
-		est := l + (l-xor2HeaderSize)*(w.expect-n)/n
-		c = est + est/8
+		est := l + (l-xor2HeaderSize)*(int(w.expect)-n)/n
+		c = min(est+est/8, xor2EstimateMax+xor2SampleRoom)
 	}
-	c = max(c, l+l/4, l+4*xor2PutSlack)
-	w.buf = append(make([]byte, 0, c), w.buf...)
+	c = max(c, l+l/4, l+2*xor2SampleRoom)
+	// append zeroes only the new part, and rounds up to the allocation's
+	// size class, which is then used as well.
+	buf := append(w.buf[:l:l], make([]byte, c-l)...)
+	w.buf = buf[:cap(buf)]
 }
 
 // put appends the low nbits (1..64) bits of u, most significant first.
+// Append has made room for it.
 func (w *XOR2Writer) put(u uint64, nbits uint) {
-	if cap(w.buf)-len(w.buf) < xor2PutSlack {
-		w.grow()
-	}
-	b := w.buf[:cap(w.buf)]
-	n := len(w.buf)
+	i := uint(w.pos >> 3)
+	b := w.buf[i : i+xor2PutSlack]
+	used := uint(w.pos & 7)
 	u <<= 64 - nbits
-	var used uint
-	acc := u
-	if w.free != 0 {
-		n--
-		used = 8 - uint(w.free)
-		acc = uint64(b[n])<<56 | u>>used
-	}
+	acc := uint64(w.tail)<<56 | u>>used
+	// The bits that did not fit the word (none unless used+nbits > 64;
+	// a shift by 64 yields 0).
+	over := byte((u << (64 - used)) >> 56)
+	binary.BigEndian.PutUint64(b, acc)
+	b[8] = over
 	total := used + nbits
-	binary.BigEndian.PutUint64(b[n:n+8], acc)
-	if total > 64 {
-		b[n+8] = byte((u << (64 - used)) >> 56)
+	w.pos += uint32(nbits)
+	if total >= 64 {
+		w.tail = over
+	} else {
+		w.tail = byte((acc << (total &^ 7)) >> 56)
 	}
-	w.buf = b[:n+int((total+7)/8)]
-	w.free = uint8(-total & 7)
 }
 
-// putZero appends a single 0 bit.
+// putZero appends a single 0 bit (the bits after pos are zero already).
 func (w *XOR2Writer) putZero() {
-	if w.free != 0 {
-		w.free--
-		return
+	w.pos++
+	if w.pos&7 == 0 {
+		w.tail = 0
 	}
-	w.buf = append(w.buf, 0)
-	w.free = 7
 }
 
 // putBytes appends whole bytes at the current bit position.
 func (w *XOR2Writer) putBytes(p []byte) {
-	if w.free == 0 {
-		w.buf = append(w.buf, p...)
-		return
-	}
 	for _, c := range p {
 		w.put(uint64(c), 8)
 	}
@@ -182,6 +191,9 @@ func varbitRange(x int64, nbits uint8) bool {
 // increase; a chunk holds at most 65535 samples (Append panics beyond, as
 // Prometheus' appender does).
 func (w *XOR2Writer) Append(st, t int64, v float64) {
+	if int(w.pos>>3)+xor2SampleRoom > len(w.buf) {
+		w.grow()
+	}
 	vb := math.Float64bits(v)
 	switch w.n {
 	case 0:
@@ -197,7 +209,7 @@ func (w *XOR2Writer) Append(st, t int64, v float64) {
 		tDelta := uint64(t - w.t)
 		var tmp [binary.MaxVarintLen64]byte
 		w.putBytes(tmp[:binary.PutUvarint(tmp[:], tDelta)])
-		w.putValueDod(vb)
+		w.putValueDod(0, 0, vb)
 		var stDiff int64
 		if st != w.st {
 			stDiff = w.t - st
@@ -242,7 +254,10 @@ func (w *XOR2Writer) Append(st, t int64, v float64) {
 // putJoint writes the joint timestamp/value control sequence of a sample
 // at index >= 2.
 func (w *XOR2Writer) putJoint(dod int64, vb uint64) {
-	if dod == 0 {
+	var hdr uint64 // control and dod bits, written with the value's
+	var hn uint
+	switch {
+	case dod == 0:
 		if vb == w.v {
 			w.putZero()
 			return
@@ -251,74 +266,70 @@ func (w *XOR2Writer) putJoint(dod int64, vb uint64) {
 			w.put(0b11111, 5)
 			return
 		}
-		w.putValueNonZero(vb ^ w.v)
+		// '10', then the value: '0' reuse window, '1' new window.
+		w.putValue(0b10, 2, vb^w.v, true)
 		return
-	}
-	switch {
 	case dod >= -(1<<12) && dod <= (1<<12)-1:
 		// '110' and a 13-bit dod: two bytes.
-		if vb == w.v {
-			// Value unchanged: the trailing 0 bit is folded in.
-			w.put((0b110<<14)|(uint64(dod)&0x1FFF)<<1, 17)
-			return
-		}
-		w.put((0b110<<13)|(uint64(dod)&0x1FFF), 16)
+		hdr, hn = (0b110<<13)|(uint64(dod)&0x1FFF), 16
 	case dod >= -(1<<19) && dod <= (1<<19)-1:
 		// '1110' and a 20-bit dod: three bytes.
-		w.put((0b1110<<20)|(uint64(dod)&0xFFFFF), 24)
+		hdr, hn = (0b1110<<20)|(uint64(dod)&0xFFFFF), 24
 	default:
 		w.put(0b11110, 5)
 		w.put(uint64(dod), 64)
 	}
-	w.putValueDod(vb)
+	w.putValueDod(hdr, hn, vb)
 }
 
-// putValueDod writes a value after a non-zero dod (or the second sample):
-// '0' unchanged, '10' reuse window, '110' new window, '111' stale NaN.
-func (w *XOR2Writer) putValueDod(vb uint64) {
+// putValueDod writes hdr (hn bits, hn <= 24) and a value after a non-zero
+// dod (or of the second sample): '0' unchanged, '10' reuse window, '110'
+// new window, '111' stale NaN.
+func (w *XOR2Writer) putValueDod(hdr uint64, hn uint, vb uint64) {
+	if vb == w.v {
+		w.put(hdr<<1, hn+1)
+		return
+	}
 	if value.IsStaleNaN(math.Float64frombits(vb)) {
-		w.put(0b111, 3)
+		w.put(hdr<<3|0b111, hn+3)
 		return
 	}
-	delta := vb ^ w.v
-	if delta == 0 {
-		w.putZero()
-		return
-	}
-	lead, trail := window(delta)
-	if lead >= w.leading && trail >= w.trailing && lead+trail <= w.leading+w.trailing+12 {
-		m := 64 - uint(w.leading) - uint(w.trailing)
-		w.putWindowed(0b10, 2, delta>>w.trailing, m)
-		return
-	}
-	lead, trail = w.widen(lead, trail, 6)
-	w.put((0b110<<11)|uint64(lead)<<6|uint64(64-lead-trail)&0x3F, 14)
-	w.put(delta>>trail, 64-uint(lead)-uint(trail))
+	w.putValue(hdr<<1|1, hn+1, vb^w.v, false)
 }
 
-// putValueNonZero writes '10' (dod 0, value changed) and the value: '0'
-// reuse window or '1' new window.
-func (w *XOR2Writer) putValueNonZero(delta uint64) {
+// putValue writes hdr (hn <= 25 bits) and a non-zero value XOR delta in a
+// reused or a new window. After a zero dod (dodZero) the window control is
+// '0' reuse / '1' new and a new window must save more than 11 bits;
+// otherwise it is '0' reuse / '10' new (hdr ends in the leading '1' of
+// '10' and '110') and must save more than 12 bits. Prometheus' choice of window
+// is kept exactly, for identical output.
+func (w *XOR2Writer) putValue(hdr uint64, hn uint, delta uint64, dodZero bool) {
 	lead, trail := window(delta)
-	if lead >= w.leading && trail >= w.trailing && lead+trail <= w.leading+w.trailing+11 {
+	extra, slack := uint8(12), uint8(6)
+	if dodZero {
+		extra, slack = 11, 5
+	}
+	if lead >= w.leading && trail >= w.trailing && lead+trail <= w.leading+w.trailing+extra {
 		m := 64 - uint(w.leading) - uint(w.trailing)
-		w.putWindowed(0b100, 3, delta>>w.trailing, m)
+		hdr, hn = hdr<<1, hn+1 // '0': reuse
+		if x := delta >> w.trailing; hn+m <= 64 {
+			w.put(hdr<<m|x, hn+m)
+		} else {
+			w.put(hdr, hn)
+			w.put(x, m)
+		}
 		return
 	}
-	lead, trail = w.widen(lead, trail, 5)
-	w.put((0b101<<11)|uint64(lead)<<6|uint64(64-lead-trail)&0x3F, 14)
-	w.put(delta>>trail, 64-uint(lead)-uint(trail))
-}
-
-// putWindowed writes a prefix of pn bits and m value bits, in one word
-// when they fit.
-func (w *XOR2Writer) putWindowed(prefix uint64, pn uint, x uint64, m uint) {
-	if pn+m <= 64 {
-		w.put(prefix<<m|x, pn+m)
-		return
+	lead, trail = w.widen(lead, trail, slack)
+	sig := 64 - uint(lead) - uint(trail)
+	if dodZero {
+		hdr, hn = hdr<<1|1, hn+1 // '1': new window
+	} else {
+		hdr, hn = hdr<<2|0b10, hn+2 // '10': new window
 	}
-	w.put(prefix, pn)
-	w.put(x, m)
+	// 5 bits leading, 6 bits significant (64 as 0), the bits.
+	w.put(hdr<<11|uint64(lead)<<6|uint64(sig)&0x3F, hn+11)
+	w.put(delta>>trail, sig)
 }
 
 // window returns the leading (capped at 31) and trailing zero bits of a

@@ -135,6 +135,11 @@ func TestXOR2WriterMatchesPrometheus(t *testing.T) {
 		{"one", grid(1, func(int) xor2Sample { return xor2Sample{t: 1000, v: 1} })},
 		{"constant grid", grid(240, func(i int) xor2Sample { return xor2Sample{t: int64(i) * 15000, v: 42} })},
 		{"counter grid", grid(240, func(i int) xor2Sample { return xor2Sample{t: int64(i) * 15000, v: float64(i)} })},
+		{"runs of repeats", grid(240, func(i int) xor2Sample {
+			// Single 0 bits (same value, same step) that end on a byte
+			// boundary before a multi-bit field.
+			return xor2Sample{t: int64(i) * 15000, v: float64(i / (1 + i%7))}
+		})},
 		{"jitter", grid(240, func(i int) xor2Sample {
 			return xor2Sample{t: int64(i)*15000 + rng.Int64N(200), v: rng.Float64() * 100}
 		})},
@@ -203,5 +208,36 @@ func FuzzXOR2Writer(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{6, 13, 211}, 100))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkXOR2Writer(t, xor2Samples(data, 400))
+	})
+}
+
+// BenchmarkXOR2Append appends 120-sample chunks (15 s grid with jitter,
+// changing values) with XOR2Writer and with Prometheus' XOR2 appender.
+func BenchmarkXOR2Append(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ss := make([]xor2Sample, 120)
+	for i := range ss {
+		ss[i] = xor2Sample{t: int64(i)*15000 + rng.Int64N(3)*15000, v: float64(i)*7500 + float64(i%13)}
+	}
+	b.Run("weft", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			w := NewXOR2Writer(32, 120)
+			for _, s := range ss {
+				w.Append(s.st, s.t, s.v)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)), "ns/sample")
+	})
+	b.Run("prometheus", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c := promchunk.NewXOR2Chunk()
+			a, _ := c.Appender()
+			for _, s := range ss {
+				a.Append(s.st, s.t, s.v)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)), "ns/sample")
 	})
 }

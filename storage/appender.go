@@ -31,9 +31,22 @@ func (db *DB) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
 
 // pendingSample is one appended sample awaiting Commit. Floats and
 // histograms share one slice so the append order within a series survives.
+// It is 32 bytes: a plain float sample (no start timestamp), the common
+// case, carries only its series, time and value; anything else is in the
+// appender's exts (ext is its index + 1, 0 for none).
 type pendingSample struct {
-	s *memSeries
-	x sample
+	s   *memSeries
+	t   int64
+	v   float64
+	ext uint32
+}
+
+// pendingExt holds what a pendingSample does not: the start timestamp and
+// the histogram, if any.
+type pendingExt struct {
+	st int64
+	h  *histogram.Histogram
+	fh *histogram.FloatHistogram
 }
 
 type pendingExemplar struct {
@@ -51,6 +64,7 @@ type appender struct {
 	discard bool // AppendOptions.DiscardOutOfOrder
 
 	samples   []pendingSample
+	exts      []pendingExt
 	nHists    int
 	rec       []byte // scratch for new-series records
 	frame     []byte
@@ -78,8 +92,9 @@ func (db *DB) newAppender(ctx context.Context) *appender {
 // it afterwards; Commit and Rollback are its only callers.
 func (a *appender) release() {
 	clear(a.samples)
+	clear(a.exts)
 	clear(a.exemplars)
-	a.samples, a.exemplars, a.metas = a.samples[:0], a.exemplars[:0], a.metas[:0]
+	a.samples, a.exts, a.exemplars, a.metas = a.samples[:0], a.exts[:0], a.exemplars[:0], a.metas[:0]
 	a.nHists = 0
 	a.db, a.ctx = nil, nil
 	appenderPool.Put(a)
@@ -174,11 +189,34 @@ func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x s
 		a.db.stats.reject(err)
 		return promstorage.SeriesRef(s.id), err
 	}
-	if x.h != nil || x.fh != nil {
-		a.nHists++
+	p := pendingSample{s: s, t: x.t, v: x.v}
+	if x.st != 0 || x.h != nil || x.fh != nil {
+		if x.h != nil || x.fh != nil {
+			a.nHists++
+		}
+		a.exts = append(a.exts, pendingExt{st: x.st, h: x.h, fh: x.fh})
+		p.ext = uint32(len(a.exts))
 	}
-	a.samples = append(a.samples, pendingSample{s: s, x: x})
+	a.samples = append(a.samples, p)
 	return promstorage.SeriesRef(s.id), nil
+}
+
+// sampleOf returns the sample p stands for.
+func (a *appender) sampleOf(p *pendingSample) sample {
+	x := sample{t: p.t, v: p.v}
+	if p.ext != 0 {
+		e := &a.exts[p.ext-1]
+		x.st, x.h, x.fh = e.st, e.h, e.fh
+	}
+	return x
+}
+
+// stOf returns p's start timestamp (0: none).
+func (a *appender) stOf(p *pendingSample) int64 {
+	if p.ext == 0 {
+		return 0
+	}
+	return a.exts[p.ext-1].st
 }
 
 // Append adds a float sample.

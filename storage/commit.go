@@ -48,27 +48,28 @@ func (a *appender) Commit() error {
 	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
 	if a.nHists == 0 {
 		if len(a.samples) > 0 {
-			frame, mint, maxt = appendFloatRecord(frame, a.samples)
+			frame, mint, maxt = a.appendFloatRecord(frame, a.samples)
 		}
 	} else {
 		// Mixed batch: one record per run of equal type keeps the append
 		// order for replay.
 		for i := 0; i < len(a.samples); {
-			vt := a.samples[i].x.valType()
+			vt := a.sampleOf(&a.samples[i]).valType()
 			j := i
-			for j < len(a.samples) && a.samples[j].x.valType() == vt {
+			for j < len(a.samples) && a.sampleOf(&a.samples[j]).valType() == vt {
 				j++
 			}
 			run := a.samples[i:j]
 			if vt == chunkenc.ValFloat {
 				var lo, hi int64
-				frame, lo, hi = appendFloatRecord(frame, run)
+				frame, lo, hi = a.appendFloatRecord(frame, run)
 				mint, maxt = min(mint, lo), max(maxt, hi)
 			} else {
 				cb.hists = cb.hists[:0]
-				for _, p := range run {
-					cb.hists = append(cb.hists, record.Histogram{ID: p.s.id, ST: p.x.st, T: p.x.t, H: p.x.h, FH: p.x.fh})
-					mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
+				for k := range run {
+					x := a.sampleOf(&run[k])
+					cb.hists = append(cb.hists, record.Histogram{ID: run[k].s.id, ST: x.st, T: x.t, H: x.h, FH: x.fh})
+					mint, maxt = min(mint, x.t), max(maxt, x.t)
 				}
 				cb.rec = record.AppendHistograms(cb.rec[:0], cb.hists, vt == chunkenc.ValFloatHistogram)
 				frame = wal.AppendRecord(frame, cb.rec)
@@ -141,15 +142,15 @@ func (a *appender) Commit() error {
 // appendFloatRecord frames one float-samples WAL record for run (all float,
 // non-empty) onto frame, encoding in place in a single pass, and returns the
 // run's time range.
-func appendFloatRecord(frame []byte, run []pendingSample) (_ []byte, mint, maxt int64) {
+func (a *appender) appendFloatRecord(frame []byte, run []pendingSample) (_ []byte, mint, maxt int64) {
 	mint, maxt = int64(math.MaxInt64), int64(math.MinInt64)
 	frame, start := wal.BeginRecord(frame)
-	base := run[0].x.t
+	base := run[0].t
 	frame = record.AppendSamplesHeader(frame, base)
 	for i := range run {
 		p := &run[i]
-		frame = record.AppendSample(frame, base, p.s.id, p.x.st, p.x.t, p.x.v)
-		mint, maxt = min(mint, p.x.t), max(maxt, p.x.t)
+		frame = record.AppendSample(frame, base, p.s.id, a.stOf(p), p.t, p.v)
+		mint, maxt = min(mint, p.t), max(maxt, p.t)
 	}
 	return wal.EndRecord(frame, start), mint, maxt
 }
@@ -161,18 +162,25 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 	var oooFull []*memSeries
 	var applied uint64
 	lo, hi := a.partLo, a.partHi
-	for _, p := range a.samples {
+	for i := range a.samples {
+		p := &a.samples[i]
 		s := p.s
+		st, float := int64(0), true
+		if p.ext != 0 {
+			e := &a.exts[p.ext-1]
+			st, float = e.st, e.h == nil && e.fh == nil
+		}
 		s.mu.Lock()
-		if db.appendFloatFastLocked(s, p.x, lo, hi) {
+		if float && db.appendFloatFastLocked(s, st, p.t, p.v, lo, hi) {
 			s.mu.Unlock()
 			applied++
 			continue
 		}
-		err := db.checkLocked(s, p.x, false)
+		x := a.sampleOf(p)
+		err := db.checkLocked(s, x, false)
 		if err == nil {
 			var didSeal, ooo bool
-			didSeal, ooo, err = db.appendLocked(s, p.x)
+			didSeal, ooo, err = db.appendLocked(s, x)
 			if didSeal {
 				sealed = append(sealed, s)
 			}

@@ -329,8 +329,8 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 	return sealed, false, nil
 }
 
-// appendFloatFastLocked appends x to the series' open float chunk when it is
-// the common case: an in-order float sample following a float sample, in the
+// appendFloatFastLocked appends the float sample (st, t, v) to the series'
+// open float chunk when it is the common case: an in-order float sample following a float sample, in the
 // same partition [lo, hi) as the chunk's first sample, into a chunk that
 // needs no cut. It reports false, having changed nothing, when the general
 // path (checkLocked, appendLocked) must decide.
@@ -340,13 +340,13 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 // divisions (the caller computed lo and hi once per commit), the
 // duplicate/window checks (an in-order sample passes them by definition) and
 // the histogram bookkeeping.
-func (db *DB) appendFloatFastLocked(s *memSeries, x sample, lo, hi int64) bool {
+func (db *DB) appendFloatFastLocked(s *memSeries, st, t int64, v float64, lo, hi int64) bool {
 	c, ok := s.chunk.(*headFloatChunk)
-	if !ok || x.h != nil || x.fh != nil {
+	if !ok {
 		return false
 	}
-	// lo <= cmint <= lastT < x.t < hi: one partition, no Touch, no cut for it.
-	if s.cmint < lo || x.t >= hi || x.t <= s.lastT.Load() {
+	// lo <= cmint <= lastT < t < hi: one partition, no Touch, no cut for it.
+	if s.cmint < lo || t >= hi || t <= s.lastT.Load() {
 		return false
 	}
 	if s.ext != nil && (s.ext.lastH != nil || s.ext.lastFH != nil) {
@@ -355,9 +355,9 @@ func (db *DB) appendFloatFastLocked(s *memSeries, x sample, lo, hi int64) bool {
 	if c.NumSamples() >= db.opts.SamplesPerChunk || len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend {
 		return false
 	}
-	c.Append(x.st, x.t, x.v)
-	s.lastV = x.v
-	s.lastT.Store(x.t)
+	c.Append(st, t, v)
+	s.lastV = v
+	s.lastT.Store(t)
 	return true
 }
 

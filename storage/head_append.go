@@ -33,12 +33,12 @@ func chunkEncoding(vt chunkenc.ValueType) chunkenc.Encoding {
 // every doubling.
 const headChunkInitialBytes = 48
 
-// newHeadChunk returns an empty open chunk for value type vt. Float chunks
-// are *headFloatChunk; expect is the sample count at which the chunk will
+// newHeadChunk returns an empty open chunk for value type vt. A float
+// chunk is s.fc, reinitialised with a new buffer; expect is the sample count at which the chunk will
 // be cut (a sizing hint).
-func newHeadChunk(vt chunkenc.ValueType, expect int) (chunkenc.Chunk, error) {
+func (s *memSeries) newHeadChunk(vt chunkenc.ValueType, expect int) (chunkenc.Chunk, error) {
 	if vt == chunkenc.ValFloat {
-		c := &headFloatChunk{}
+		c := &s.fc
 		c.Init(headChunkInitialBytes, expect)
 		return c, nil
 	}
@@ -271,7 +271,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		db.idx.Touch(s.id, x.t)
 	}
 	if s.chunk == nil {
-		c, err := newHeadChunk(vt, db.opts.SamplesPerChunk)
+		c, err := s.newHeadChunk(vt, db.opts.SamplesPerChunk)
 		if err != nil {
 			return sealed, false, fmt.Errorf("new chunk: %w", err)
 		}
@@ -387,6 +387,7 @@ func (db *DB) sealLocked(s *memSeries) {
 	s.chunk.Compact()
 	sc := &sealedChunk{mint: s.cmint, maxt: s.lastT.Load(), enc: s.chunk.Encoding(), n: s.chunk.NumSamples(), data: s.chunk.Bytes()}
 	s.chunk, s.app = nil, nil
+	s.fc = headFloatChunk{} // sc owns the buffer now
 	db.headChunks.Add(-1)
 	e := s.extOrNew()
 	out := []*sealedChunk{sc}

@@ -10,10 +10,11 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
-// memSeries is the head state of one series. It is kept small (80 bytes on
-// 64-bit) because there is one per active series: everything rare (histogram
-// last values, out-of-order samples, sealed chunks not yet in Pebble,
-// exemplars) hangs off ext, which is nil for a plain float series.
+// memSeries is the head state of one series. It is kept small (160 bytes on
+// 64-bit, half of it the open float chunk's writer state, fc) because there
+// is one per active series: everything rare (histogram last values,
+// out-of-order samples, sealed chunks not yet in Pebble, exemplars) hangs
+// off ext, which is nil for a plain float series.
 //
 // All fields are guarded by mu.
 type memSeries struct {
@@ -25,6 +26,12 @@ type memSeries struct {
 	app   chunkenc.Appender
 	cmint int64 // first timestamp of chunk
 	ext   *seriesExt
+
+	// fc is the storage of the open float chunk: chunk and app are &fc
+	// while one is open. Keeping it inline saves a dependent cache miss per
+	// appended sample (series, then chunk state) and an allocation per
+	// chunk; a series with no open float chunk carries it unused.
+	fc headFloatChunk
 }
 
 // seriesExt holds the rare parts of a series.

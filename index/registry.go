@@ -212,6 +212,10 @@ func (ix *Index) Restore(kind Kind, id ID, ls labels.Labels, t int64) error {
 	return nil
 }
 
+// NextID returns the ID the next new stream would get: every stream created
+// from now on has an ID at least this large.
+func (ix *Index) NextID() ID { return ID(ix.nextID.Load()) }
+
 // advanceAlloc makes sure id is never allocated again.
 func (ix *Index) advanceAlloc(id ID) {
 	for {

@@ -59,6 +59,12 @@ type DB struct {
 	maintMu sync.Mutex
 
 	minT, maxT atomic.Int64 // bounds of appended samples (head and Pebble)
+	// freshFrom is the smallest ID a series created by this process can
+	// have (the index's next ID once Open has replayed the WAL). Such a
+	// series has every sample it ever had appended through this head, so
+	// its lastT is the newest sample the store holds for it. Immutable
+	// after Open.
+	freshFrom uint64
 
 	headChunks   atomic.Int64
 	sealedChunks atomic.Int64
@@ -161,6 +167,7 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	if err := db.replay(ctx); err != nil {
 		return nil, fmt.Errorf("replay wal: %w", err)
 	}
+	db.freshFrom = uint64(db.ix.NextID())
 	db.wal.Start()
 	db.wg.Add(1)
 	go db.sealerLoop()

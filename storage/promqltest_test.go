@@ -4,8 +4,12 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/query"
 )
 
 // testOptions are the options every test store uses: no background loop (the
@@ -39,9 +43,12 @@ func TestPromQLConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		samplesPerChunk int
+		engine          promql.QueryEngine
 	}{
-		// Default chunking: most test series stay in the head.
-		{"default", 0},
+		// Default chunking: most test series stay in the head. Instant
+		// queries run as weft's server runs them, with latest-sample
+		// selects (LatestSampleQueryable).
+		{"default", 0, query.LatestSampleEngine(engine, parser.NewParser(promqltest.TestParserOpts), LatestSampleQueryable)},
 		// 30 samples per chunk: most samples are read back from sealed
 		// chunks in Pebble, across many chunk boundaries. (With 4, two evals
 		// of native_histograms.test at line 2017/2022 fail: a Prometheus
@@ -49,10 +56,10 @@ func TestPromQLConformance(t *testing.T) {
 		// "unknown", and those evals need the "not_reset" hint of a sample
 		// that then starts a chunk; Prometheus' own head fails them the same
 		// way with such small chunks.)
-		{"small_chunks", 30},
+		{"small_chunks", 30, engine},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			promqltest.RunBuiltinTestsWithStorage(t, engine, func(tb testing.TB) promstorage.Storage {
+			promqltest.RunBuiltinTestsWithStorage(t, tc.engine, func(tb testing.TB) promstorage.Storage {
 				opts := testOptions()
 				// promqltest loads 1970 timestamps; retention must not drop them.
 				opts.Retention = -1

@@ -87,6 +87,8 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 		ss.mint, ss.maxt = max(ss.mint, hints.Start), min(ss.maxt, hints.End)
 		ss.limit = hints.Limit
 		ss.labelsOnly = hints.Func == "series"
+		ss.latestOnly = latestSampleSelects(ctx) && hints.Step == 0 && hints.Range == 0 &&
+			hints.Func != "series" && hints.Func != "start_timestamp"
 	}
 	if ss.mint > ss.maxt {
 		return promstorage.EmptySeriesSet()
@@ -105,6 +107,81 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 	return ss
 }
 
+// latestSampleKey marks a context from WithLatestSampleSelects.
+type latestSampleKey struct{}
+
+// WithLatestSampleSelects returns ctx marking the Selects made under it as
+// the PromQL engine's: a Select whose hints say it is a plain instant
+// selector (Step and Range 0, not the series API nor start_timestamp) may
+// then return of each series only its latest sample at or before the end
+// of the range, which is all the engine reads of such a selector. For a
+// series this process created (so that the head saw every sample it has)
+// the head knows that sample without reading a chunk, and knows that a
+// series whose latest sample is older than the range has none in it,
+// without looking in Pebble: instant queries over many series, most of
+// them idle or ended (runs, pods), skip their chunks. Callers that need
+// every sample (remote read, exports) must not use it.
+func WithLatestSampleSelects(ctx context.Context) context.Context {
+	return context.WithValue(ctx, latestSampleKey{}, true)
+}
+
+// LatestSampleQueryable wraps q so that every Select of its queriers runs
+// under WithLatestSampleSelects: the queryable to hand the PromQL engine for
+// an instant query, and only the engine.
+func LatestSampleQueryable(q promstorage.Queryable) promstorage.Queryable {
+	return latestSampleQueryable{q}
+}
+
+type latestSampleQueryable struct{ promstorage.Queryable }
+
+func (q latestSampleQueryable) Querier(mint, maxt int64) (promstorage.Querier, error) {
+	qr, err := q.Queryable.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return latestSampleQuerier{qr}, nil
+}
+
+type latestSampleQuerier struct{ promstorage.Querier }
+
+func (q latestSampleQuerier) Select(ctx context.Context, sortSeries bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	return q.Querier.Select(WithLatestSampleSelects(ctx), sortSeries, hints, ms...)
+}
+
+func latestSampleSelects(ctx context.Context) bool {
+	v, _ := ctx.Value(latestSampleKey{}).(bool)
+	return v
+}
+
+// latestKind is what the head knows of a series' latest sample in a range.
+type latestKind uint8
+
+const (
+	latestUnknown latestKind = iota // read the series' chunks
+	latestNone                      // no sample in the range
+	latestOne                       // the latest sample in the range is known
+)
+
+// latestLocked returns what the head knows of s's latest sample at or
+// before maxt, and that sample (a float) for latestOne. It knows only for
+// a series created by this process whose newest sample is a float still
+// retained; s.mu is held, and the caller has checked that s has no
+// tombstones.
+func (db *DB) latestLocked(s *memSeries, mint, maxt int64) (latestKind, sample) {
+	t := s.lastT.Load()
+	if s.id < db.freshFrom || t == minInt64 || t < db.minT.Load() ||
+		(s.ext != nil && (s.ext.lastH != nil || s.ext.lastFH != nil)) {
+		return latestUnknown, sample{}
+	}
+	switch {
+	case t < mint:
+		return latestNone, sample{}
+	case t <= maxt:
+		return latestOne, sample{t: t, v: s.lastV}
+	}
+	return latestUnknown, sample{}
+}
+
 // selectBatch is how many series a seriesSet loads at once. The Pebble
 // iterators are reopened per batch (a view at least as new as the head
 // copies), so it trades iterator setup against the memory of one batch.
@@ -117,6 +194,7 @@ type seriesSet struct {
 	mint, maxt int64
 	limit      int
 	labelsOnly bool
+	latestOnly bool // only the latest sample at or before maxt is needed (WithLatestSampleSelects)
 
 	ids   []uint64        // the series to load, in output order
 	lsets []labels.Labels // labels of ids when sorted by labels, else nil
@@ -128,6 +206,7 @@ type seriesSet struct {
 	cursors []chunkCursor
 	arena   []byte   // copied chunk bytes of the batch
 	out     []source // the series' sources, shared by the batch's series
+	points  []sample // latest samples of the batch's latest-only series
 	slab    []series // the batch's series, handed out one by one
 	chunks  []source // scratch: one series' Pebble chunks
 	b       labels.ScratchBuilder
@@ -143,6 +222,8 @@ type headEntry struct {
 	id     uint64
 	lset   labels.Labels // set when sorted by labels
 	lo, hi int
+	latest latestKind // for a latest-only select
+	point  int        // index in seriesSet.points when latest == latestOne
 }
 
 func (ss *seriesSet) sortByLabels() error {
@@ -213,14 +294,25 @@ func (ss *seriesSet) loadBatch() {
 	ss.arena = nil
 	ss.out = make([]source, 0, end-ss.next+16)
 	ss.slab = make([]series, 0, end-ss.next)
+	ss.points = nil
 	for i := ss.next; i < end; i++ {
 		e := headEntry{id: ss.ids[i], lo: len(ss.headSrc)}
 		if ss.lsets != nil {
 			e.lset = ss.lsets[i]
 		}
 		if s := db.series.get(e.id); s != nil {
+			latest := ss.latestOnly && len(db.tombs.get(e.id)) == 0
 			s.mu.Lock()
-			ss.headSrc, ss.arena = s.copySourcesLocked(ss.mint, ss.maxt, !ss.labelsOnly, ss.headSrc, ss.arena)
+			if latest {
+				var x sample
+				if e.latest, x = db.latestLocked(s, ss.mint, ss.maxt); e.latest == latestOne {
+					e.point = len(ss.points)
+					ss.points = append(ss.points, x)
+				}
+			}
+			if e.latest == latestUnknown {
+				ss.headSrc, ss.arena = s.copySourcesLocked(ss.mint, ss.maxt, !ss.labelsOnly, ss.headSrc, ss.arena)
+			}
 			s.mu.Unlock()
 		}
 		e.hi = len(ss.headSrc)
@@ -243,6 +335,20 @@ func (ss *seriesSet) loadBatch() {
 // build returns the series of e, or nil when it has no samples in the range
 // (or ss.err is set).
 func (ss *seriesSet) build(e *headEntry) promstorage.Series {
+	switch e.latest {
+	case latestNone:
+		return nil
+	case latestOne:
+		ls, ok := ss.labelsOf(e)
+		if !ok {
+			return nil
+		}
+		lo := len(ss.out)
+		x := ss.points[e.point : e.point+1 : e.point+1]
+		ss.out = append(ss.out, source{mint: x[0].t, maxt: x[0].t, samples: x})
+		ss.slab = append(ss.slab, series{lset: ls, srcs: ss.out[lo:len(ss.out):len(ss.out)]})
+		return &ss.slab[len(ss.slab)-1]
+	}
 	db := ss.q.db
 	head := ss.headSrc[e.lo:e.hi]
 	tombs := db.tombs.get(e.id)

@@ -165,7 +165,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Registerer = reg
 	aopts.Gatherer = reg
 	aopts.Storage = db
-	aopts.Engine = engine
+	// Instant queries read only each series' latest sample where the head
+	// knows it (storage.WithLatestSampleSelects).
+	aopts.Engine = query.LatestSampleEngine(engine, query.NewParser(), storage.LatestSampleQueryable)
 	aopts.Metadata = db
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}

@@ -66,7 +66,6 @@ type appender struct {
 	samples   []pendingSample
 	exts      []pendingExt
 	nHists    int
-	rec       []byte // scratch for new-series records
 	frame     []byte
 	exemplars []pendingExemplar
 	metas     []record.Metadata
@@ -137,8 +136,9 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	s := db.series.getOrCreate(id)
 	if created {
 		db.stats.seriesNew.Add(1)
-		a.rec = record.AppendSeries(a.rec[:0], []record.Series{{Kind: 1, ID: id, Labels: ls}})
-		a.frame = wal.AppendRecord(a.frame[:0], a.rec)
+		frame, start := wal.BeginRecord(a.frame[:0])
+		frame = record.AppendSeries(frame, []record.Series{{Kind: 1, ID: id, Labels: ls}})
+		a.frame = wal.EndRecord(frame, start)
 		if _, err := db.wal.Log(a.frame); err != nil {
 			return nil, fmt.Errorf("log series: %w", err)
 		}

@@ -41,6 +41,7 @@ type XOR2Writer struct {
 	n               uint16 // samples so far (also in buf[0:2])
 	firstSTChangeOn uint16
 	expect          uint16 // samples the chunk is expected to reach (sizing hint)
+	first           uint16 // bytes up to the end of the first sample (raw time and value)
 
 	st, t  int64
 	v      uint64 // bits of the previous non-stale value
@@ -64,6 +65,10 @@ const (
 	// 72-bit start timestamp varbit; 29 bytes) plus xor2PutSlack, rounded
 	// up. put and putZero then need no capacity check of their own.
 	xor2SampleRoom = 40
+	// xor2PlainRoom is the room for a later sample that writes no start
+	// timestamp bits (the common case): a 5+64-bit dod escape and a 78-bit
+	// value at most, 19 bytes, plus xor2PutSlack.
+	xor2PlainRoom = 28
 )
 
 // NewXOR2Writer returns a writer of an empty chunk in a new buffer of
@@ -100,21 +105,24 @@ func (w *XOR2Writer) Compact() {
 	}
 }
 
-// grow makes room for at least xor2SampleRoom bytes after the last one.
-func (w *XOR2Writer) grow() {
+// grow makes room for at least need bytes after the last one.
+func (w *XOR2Writer) grow(need int) {
 	l := int(w.pos+7) / 8
-	c := 2 * len(w.buf)
+	c := max(2*len(w.buf), l+need)
 	if n := int(w.n); n >= 4 && n < int(w.expect) {
-		// Bytes per sample so far times the samples still expected, plus
-		// an eighth for variance.
-		est := l + (l-xor2HeaderSize)*(int(w.expect)-n)/n
-		c = min(est+est/8, xor2EstimateMax+xor2SampleRoom)
+		// Bytes per sample so far, the first (raw) one aside, times the
+		// samples still expected, a sixteenth for variance, and the room
+		// the last sample needs. At least an eighth more than now, so that
+		// an estimate that falls short does not grow by a sliver per sample.
+		est := l + (l-int(w.first))*(int(w.expect)-n)/(n-1)
+		c = min(est+est/16+need, xor2EstimateMax+xor2SampleRoom)
+		c = max(c, l+l/8+need)
 	}
-	c = max(c, l+l/4, l+2*xor2SampleRoom)
-	// append zeroes only the new part, and rounds up to the allocation's
-	// size class, which is then used as well.
-	buf := append(w.buf[:l:l], make([]byte, c-l)...)
-	w.buf = buf[:cap(buf)]
+	// Exactly c: append would round the capacity up by its own rule
+	// (doubling small slices), defeating the estimate.
+	buf := make([]byte, c)
+	copy(buf, w.buf[:l])
+	w.buf = buf
 }
 
 // put appends the low nbits (1..64) bits of u, most significant first.
@@ -191,8 +199,14 @@ func varbitRange(x int64, nbits uint8) bool {
 // increase; a chunk holds at most 65535 samples (Append panics beyond, as
 // Prometheus' appender does).
 func (w *XOR2Writer) Append(st, t int64, v float64) {
-	if int(w.pos>>3)+xor2SampleRoom > len(w.buf) {
-		w.grow()
+	// plain: a sample at index >= 2 that writes no start timestamp bits.
+	plain := w.n >= 2 && w.firstSTChangeOn == 0 && st == w.st && w.n != xor2MaxFirstSTChangeOn
+	need := xor2SampleRoom
+	if plain {
+		need = xor2PlainRoom
+	}
+	if int(w.pos>>3)+need > len(w.buf) {
+		w.grow(need)
 	}
 	vb := math.Float64bits(v)
 	switch w.n {
@@ -205,6 +219,7 @@ func (w *XOR2Writer) Append(st, t int64, v float64) {
 			w.buf[2] = 0x80 // first ST known
 		}
 		w.st, w.t, w.tDelta, w.stDiff = st, t, 0, 0
+		w.first = uint16(w.pos / 8)
 	case 1:
 		tDelta := uint64(t - w.t)
 		var tmp [binary.MaxVarintLen64]byte
@@ -223,7 +238,7 @@ func (w *XOR2Writer) Append(st, t int64, v float64) {
 	default:
 		tDelta := uint64(t - w.t)
 		dod := int64(tDelta - w.tDelta)
-		if w.firstSTChangeOn == 0 && st == w.st && w.n != xor2MaxFirstSTChangeOn {
+		if plain {
 			// No start timestamp data for this sample.
 			w.putJoint(dod, vb)
 		} else if w.firstSTChangeOn > 0 {
@@ -279,7 +294,17 @@ func (w *XOR2Writer) putJoint(dod int64, vb uint64) {
 		w.put(0b11110, 5)
 		w.put(uint64(dod), 64)
 	}
-	w.putValueDod(hdr, hn, vb)
+	// putValueDod, inlined by hand: this is the path of every sample
+	// whose interval changed.
+	if vb == w.v {
+		w.put(hdr<<1, hn+1)
+		return
+	}
+	if value.IsStaleNaN(math.Float64frombits(vb)) {
+		w.put(hdr<<3|0b111, hn+3)
+		return
+	}
+	w.putValue(hdr<<1|1, hn+1, vb^w.v, false)
 }
 
 // putValueDod writes hdr (hn bits, hn <= 24) and a value after a non-zero

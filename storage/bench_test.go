@@ -152,6 +152,73 @@ func BenchmarkAppendExisting(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendExistingWarm is BenchmarkAppendExisting without the
+// series' creation and label building in the measured time: every writer's
+// 1000 series get their first sample (and refs) before the timer starts, so
+// it measures the steady state of a scrape or remote-write ingester. Keep
+// -benchtime well under ~700x, as for BenchmarkAppendExisting (Prometheus'
+// head compaction point).
+func BenchmarkAppendExistingWarm(b *testing.B) {
+	for _, st := range benchStores {
+		b.Run(st.name, func(b *testing.B) {
+			db := st.open(b)
+			defer db.Close()
+			var writer, clock atomic.Int64
+			// RunParallel starts GOMAXPROCS*benchWriters goroutines; each
+			// owns one set of series.
+			writers := runtime.GOMAXPROCS(0) * benchWriters
+			lss := make([][]labels.Labels, writers)
+			refs := make([][]promstorage.SeriesRef, writers)
+			for w := range lss {
+				lss[w] = make([]labels.Labels, benchBatchSeries)
+				refs[w] = make([]promstorage.SeriesRef, benchBatchSeries)
+				for i := range lss[w] {
+					lss[w][i] = benchLabels((w+1)*benchBatchSeries + i)
+				}
+				ts := clock.Add(1) * 15_000
+				app := db.Appender(context.Background())
+				for i := range lss[w] {
+					ref, err := app.Append(0, lss[w][i], ts, float64(ts)*0.5+float64(i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					refs[w][i] = ref
+				}
+				if err := app.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetParallelism(benchWriters)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := startCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				w := int(writer.Add(1)) - 1
+				lss, refs := lss[w], refs[w]
+				for pb.Next() {
+					ts := clock.Add(1) * 15_000
+					app := db.Appender(context.Background())
+					for i := range lss {
+						ref, err := app.Append(refs[i], lss[i], ts, float64(ts)*0.5+float64(i))
+						if err != nil {
+							_ = app.Rollback()
+							b.Error(err)
+							return
+						}
+						refs[i] = ref
+					}
+					if err := app.Commit(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			cpuUsed, _ := cpu()
+			b.ReportMetric(float64(b.N*benchBatchSeries)/cpuUsed.Seconds(), "samples/cpu-s")
+		})
+	}
+}
+
 // BenchmarkCreateSeries commits batches of 1000 new series (12 labels,
 // ~350 B) with one sample each.
 func BenchmarkCreateSeries(b *testing.B) {

@@ -152,13 +152,13 @@ func BenchmarkAppendExisting(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendExistingWarm is BenchmarkAppendExisting without the
+// BenchmarkAppendSteady is BenchmarkAppendExisting without the
 // series' creation and label building in the measured time: every writer's
 // 1000 series get their first sample (and refs) before the timer starts, so
 // it measures the steady state of a scrape or remote-write ingester. Keep
 // -benchtime well under ~700x, as for BenchmarkAppendExisting (Prometheus'
 // head compaction point).
-func BenchmarkAppendExistingWarm(b *testing.B) {
+func BenchmarkAppendSteady(b *testing.B) {
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
 			db := st.open(b)

@@ -257,47 +257,51 @@ func BenchmarkCreateSeries(b *testing.B) {
 	}
 }
 
-// BenchmarkHeadMemoryPerSeries appends 120 samples at 15 s to each of N
+// BenchmarkHeadMemoryPerSeries appends 120 or 20 samples at 15 s to each of N
 // series and reports heap in use after GC divided by N. Prometheus keeps
 // its head chunks mmapped, as it does by default.
 func BenchmarkHeadMemoryPerSeries(b *testing.B) {
 	const series = 20000
 	for _, st := range benchStores {
-		b.Run(st.name, func(b *testing.B) {
-			var perSeries float64
-			for n := 0; n < b.N; n++ {
-				lss := make([]labels.Labels, series)
-				for i := range lss {
-					lss[i] = benchLabels(i)
-				}
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				db := st.open(b)
-				refs := make([]promstorage.SeriesRef, series)
-				for k := int64(0); k < 120; k++ {
-					app := db.Appender(context.Background())
+		// 120 samples fill a chunk; 20 are ten minutes at 30 s, the open
+		// chunks of a head whose series are young or were just flushed.
+		for _, samples := range []int64{120, 20} {
+			b.Run(fmt.Sprintf("%s/samples=%d", st.name, samples), func(b *testing.B) {
+				var perSeries float64
+				for n := 0; n < b.N; n++ {
+					lss := make([]labels.Labels, series)
 					for i := range lss {
-						ref, err := app.Append(refs[i], lss[i], k*15_000, float64(k*7+int64(i%100)))
-						if err != nil {
+						lss[i] = benchLabels(i)
+					}
+					runtime.GC()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					db := st.open(b)
+					refs := make([]promstorage.SeriesRef, series)
+					for k := int64(0); k < samples; k++ {
+						app := db.Appender(context.Background())
+						for i := range lss {
+							ref, err := app.Append(refs[i], lss[i], k*15_000, float64(k*7+int64(i%100)))
+							if err != nil {
+								b.Fatal(err)
+							}
+							refs[i] = ref
+						}
+						if err := app.Commit(); err != nil {
 							b.Fatal(err)
 						}
-						refs[i] = ref
 					}
-					if err := app.Commit(); err != nil {
-						b.Fatal(err)
-					}
+					lss = nil
+					runtime.GC()
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					perSeries = (float64(after.HeapInuse) - float64(before.HeapInuse)) / series
+					runtime.KeepAlive(db)
+					runtime.KeepAlive(refs)
+					db.Close()
 				}
-				lss = nil
-				runtime.GC()
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perSeries = (float64(after.HeapInuse) - float64(before.HeapInuse)) / series
-				runtime.KeepAlive(db)
-				runtime.KeepAlive(refs)
-				db.Close()
-			}
-			b.ReportMetric(perSeries, "B/series")
-		})
+				b.ReportMetric(perSeries, "B/series")
+			})
+		}
 	}
 }

@@ -40,7 +40,7 @@ const headChunkInitialBytes = 48
 func (s *memSeries) newHeadChunk(vt chunkenc.ValueType) (chunkenc.Chunk, error) {
 	if vt == chunkenc.ValFloat {
 		c := &s.fc
-		c.Init(headChunkInitialBytes, 0)
+		c.Init(headChunkInitialBytes)
 		return c, nil
 	}
 	return chunkenc.NewEmptyChunk(chunkEncoding(vt))
@@ -72,7 +72,7 @@ func (c *headFloatChunk) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 // Reset replaces the chunk with the XOR2 chunk stream, re-encoding its
 // samples (the writer's output for them is the same bytes).
 func (c *headFloatChunk) Reset(stream []byte) {
-	c.Init(len(stream)+headChunkInitialBytes, 0)
+	c.Init(len(stream) + headChunkInitialBytes)
 	pc, _ := chunkenc.FromData(chunkenc.EncXOR2, stream)
 	it := pc.Iterator(nil)
 	for it.Next() == chunkenc.ValFloat {

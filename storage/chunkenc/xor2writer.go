@@ -40,8 +40,6 @@ type XOR2Writer struct {
 
 	n               uint16 // samples so far (also in buf[0:2])
 	firstSTChangeOn uint16
-	expect          uint16 // samples the chunk is expected to reach (sizing hint)
-	first           uint16 // bytes up to the end of the first sample (raw time and value)
 
 	st, t  int64
 	v      uint64 // bits of the previous non-stale value
@@ -57,9 +55,6 @@ const (
 	// xor2PutSlack is the room put needs after the partial last byte: it
 	// stores a 64-bit word there and one byte after it.
 	xor2PutSlack = 9
-	// xor2EstimateMax bounds the size grow estimates (not the chunk):
-	// Prometheus and the head cut float chunks at about 1 KiB.
-	xor2EstimateMax = 1024
 	// xor2SampleRoom is the room Append makes before a sample: the largest
 	// sample (second sample: 10-byte delta varint, 78-bit new value window,
 	// 72-bit start timestamp varbit; 29 bytes) plus xor2PutSlack, rounded
@@ -72,19 +67,18 @@ const (
 )
 
 // NewXOR2Writer returns a writer of an empty chunk in a new buffer of
-// initialCap bytes (at least the header). expectSamples, if positive, is
-// how many samples the chunk will likely hold; the buffer is then grown to
-// the estimated final size rather than doubled.
-func NewXOR2Writer(initialCap, expectSamples int) *XOR2Writer {
+// initialCap bytes (at least the header and one sample's room); the buffer
+// doubles when a sample needs more room.
+func NewXOR2Writer(initialCap int) *XOR2Writer {
 	w := &XOR2Writer{}
-	w.Init(initialCap, expectSamples)
+	w.Init(initialCap)
 	return w
 }
 
 // Init makes w the writer of an empty chunk in a new buffer, as
 // NewXOR2Writer does, for a writer embedded in another struct.
-func (w *XOR2Writer) Init(initialCap, expectSamples int) {
-	*w = XOR2Writer{expect: uint16(min(max(expectSamples, 0), math.MaxUint16)), leading: 0xff, pos: 8 * xor2HeaderSize}
+func (w *XOR2Writer) Init(initialCap int) {
+	*w = XOR2Writer{leading: 0xff, pos: 8 * xor2HeaderSize}
 	w.buf = make([]byte, max(initialCap, xor2HeaderSize+xor2SampleRoom))
 }
 
@@ -108,19 +102,7 @@ func (w *XOR2Writer) Compact() {
 // grow makes room for at least need bytes after the last one.
 func (w *XOR2Writer) grow(need int) {
 	l := int(w.pos+7) / 8
-	c := max(2*len(w.buf), l+need)
-	if n := int(w.n); n >= 4 && n < int(w.expect) {
-		// Bytes per sample so far, the first (raw) one aside, times the
-		// samples still expected, a sixteenth for variance, and the room
-		// the last sample needs. At least an eighth more than now, so that
-		// an estimate that falls short does not grow by a sliver per sample.
-		est := l + (l-int(w.first))*(int(w.expect)-n)/(n-1)
-		c = min(est+est/16+need, xor2EstimateMax+xor2SampleRoom)
-		c = max(c, l+l/8+need)
-	}
-	// Exactly c: append would round the capacity up by its own rule
-	// (doubling small slices), defeating the estimate.
-	buf := make([]byte, c)
+	buf := make([]byte, max(2*len(w.buf), l+need))
 	copy(buf, w.buf[:l])
 	w.buf = buf
 }
@@ -219,7 +201,6 @@ func (w *XOR2Writer) Append(st, t int64, v float64) {
 			w.buf[2] = 0x80 // first ST known
 		}
 		w.st, w.t, w.tDelta, w.stDiff = st, t, 0, 0
-		w.first = uint16(w.pos / 8)
 	case 1:
 		tDelta := uint64(t - w.t)
 		var tmp [binary.MaxVarintLen64]byte

@@ -78,7 +78,7 @@ func xor2Samples(data []byte, maxLen int) []xor2Sample {
 // chunk back with Prometheus' iterator.
 func checkXOR2Writer(t testing.TB, ss []xor2Sample) {
 	t.Helper()
-	w := NewXOR2Writer(0, 120)
+	w := NewXOR2Writer(0)
 	pc := promchunk.NewXOR2Chunk()
 	pa, err := pc.Appender()
 	if err != nil {
@@ -181,7 +181,7 @@ func TestXOR2WriterMatchesPrometheus(t *testing.T) {
 }
 
 func TestXOR2WriterCompact(t *testing.T) {
-	w := NewXOR2Writer(0, 1000)
+	w := NewXOR2Writer(0)
 	for i := range 300 {
 		w.Append(0, int64(i)*15000, float64(i)*1.5)
 	}
@@ -222,7 +222,7 @@ func BenchmarkXOR2Append(b *testing.B) {
 	b.Run("weft", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			w := NewXOR2Writer(32, 120)
+			w := NewXOR2Writer(32)
 			for _, s := range ss {
 				w.Append(s.st, s.t, s.v)
 			}

@@ -263,7 +263,7 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 	vt := x.valType()
 	// The previous chunk's appender lets a new histogram chunk compute its
 	// counter-reset header from the last sample, as Prometheus' head does.
-	prevApp := s.app
+	prevApp := s.appender()
 	if s.chunk != nil && db.mustCut(s, vt, x.t) {
 		db.sealLocked(s)
 		sealed = true
@@ -276,16 +276,20 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		if err != nil {
 			return sealed, false, fmt.Errorf("new chunk: %w", err)
 		}
-		app, err := c.Appender()
-		if err != nil {
-			return sealed, false, fmt.Errorf("chunk appender: %w", err)
+		if c != chunkenc.Chunk(&s.fc) {
+			app, err := c.Appender()
+			if err != nil {
+				return sealed, false, fmt.Errorf("chunk appender: %w", err)
+			}
+			s.extOrNew().happ = app
 		}
-		s.chunk, s.app, s.cmint = c, app, x.t
+		s.chunk, s.cmint = c, x.t
 		db.headChunks.Add(1)
 	}
+	app := s.appender()
 	switch vt {
 	case chunkenc.ValFloat:
-		s.app.Append(x.st, x.t, x.v)
+		app.Append(x.st, x.t, x.v)
 		s.lastV = x.v
 		if s.ext != nil {
 			s.ext.lastH, s.ext.lastFH = nil, nil
@@ -294,17 +298,17 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 		var (
 			c       chunkenc.Chunk
 			recoded bool
-			app     chunkenc.Appender
+			newApp  chunkenc.Appender
 			herr    error
 		)
 		var prev chunkenc.Appender
-		if s.chunk.NumSamples() == 0 && prevApp != s.app {
+		if s.chunk.NumSamples() == 0 && prevApp != app {
 			prev = prevApp
 		}
 		if vt == chunkenc.ValHistogram {
-			c, recoded, app, herr = s.app.AppendHistogram(prev, x.st, x.t, x.h, false)
+			c, recoded, newApp, herr = app.AppendHistogram(prev, x.st, x.t, x.h, false)
 		} else {
-			c, recoded, app, herr = s.app.AppendFloatHistogram(prev, x.st, x.t, x.fh, false)
+			c, recoded, newApp, herr = app.AppendFloatHistogram(prev, x.st, x.t, x.fh, false)
 		}
 		if herr != nil {
 			return sealed, false, fmt.Errorf("append histogram: %w", herr)
@@ -321,8 +325,8 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 				db.headChunks.Add(1)
 			}
 		}
-		s.app = app
 		e := s.extOrNew()
+		e.happ = newApp
 		e.lastH, e.lastFH = x.h, x.fh
 		s.lastV = 0
 	}
@@ -387,10 +391,11 @@ func (db *DB) sealLocked(s *memSeries) {
 	}
 	s.chunk.Compact()
 	sc := &sealedChunk{mint: s.cmint, maxt: s.lastT.Load(), enc: s.chunk.Encoding(), n: s.chunk.NumSamples(), data: s.chunk.Bytes()}
-	s.chunk, s.app = nil, nil
+	s.chunk = nil
 	s.fc = headFloatChunk{} // sc owns the buffer now
 	db.headChunks.Add(-1)
 	e := s.extOrNew()
+	e.happ = nil
 	out := []*sealedChunk{sc}
 	if k := sort.Search(len(e.ooo), func(i int) bool { return e.ooo[i].t >= sc.mint }); k < len(e.ooo) {
 		merged := mergeSamples(chunkSamples(sc.enc, sc.data, nil), e.ooo[k:])

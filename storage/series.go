@@ -22,13 +22,12 @@ type memSeries struct {
 	id    uint64
 	lastT atomic.Int64 // newest in-order timestamp; math.MinInt64 before the first sample. Written under mu, read without it by Append's fast path
 	lastV float64      // value at lastT (floats)
-	chunk chunkenc.Chunk
-	app   chunkenc.Appender
-	cmint int64 // first timestamp of chunk
+	chunk chunkenc.Chunk // the open chunk: &fc for floats; its appender is appender()
+	cmint int64          // first timestamp of chunk
 	ext   *seriesExt
 
-	// fc is the storage of the open float chunk: chunk and app are &fc
-	// while one is open. Keeping it inline saves a dependent cache miss per
+	// fc is the storage of the open float chunk: chunk is &fc while one is
+	// open. Keeping it inline saves a dependent cache miss per
 	// appended sample (series, then chunk state) and an allocation per
 	// chunk; a series with no open float chunk carries it unused.
 	fc headFloatChunk
@@ -38,6 +37,7 @@ type memSeries struct {
 type seriesExt struct {
 	lastH   *histogram.Histogram
 	lastFH  *histogram.FloatHistogram
+	happ    chunkenc.Appender // the open histogram chunk's appender
 	ooo     []sample       // sorted by t, all < lastT
 	pending []*sealedChunk // sealed, not yet written to Pebble (ascending mint)
 	ex      []exemplar.Exemplar
@@ -86,9 +86,23 @@ func newMemSeries(id uint64) *memSeries {
 // the rest of its life.
 func (s *memSeries) dropExtIfEmptyLocked() {
 	e := s.ext
-	if e != nil && len(e.pending) == 0 && len(e.ooo) == 0 && len(e.ex) == 0 && e.lastH == nil && e.lastFH == nil {
+	if e != nil && len(e.pending) == 0 && len(e.ooo) == 0 && len(e.ex) == 0 && e.lastH == nil && e.lastFH == nil && e.happ == nil {
 		s.ext = nil
 	}
+}
+
+// appender returns the open chunk's appender, nil without an open chunk.
+// A float chunk is its own appender; a histogram chunk's is kept in ext
+// (floats are the common case, and the field would cost every series 16
+// bytes).
+func (s *memSeries) appender() chunkenc.Appender {
+	if s.chunk == nil {
+		return nil
+	}
+	if s.chunk == chunkenc.Chunk(&s.fc) {
+		return &s.fc
+	}
+	return s.ext.happ
 }
 
 func (s *memSeries) extOrNew() *seriesExt {

@@ -20,8 +20,8 @@ import (
 type memSeries struct {
 	mu    sync.Mutex
 	id    uint64
-	lastT atomic.Int64 // newest in-order timestamp; math.MinInt64 before the first sample. Written under mu, read without it by Append's fast path
-	lastV float64      // value at lastT (floats)
+	lastT atomic.Int64   // newest in-order timestamp; math.MinInt64 before the first sample. Written under mu, read without it by Append's fast path
+	lastV float64        // value at lastT (floats)
 	chunk chunkenc.Chunk // the open chunk: &fc for floats; its appender is appender()
 	cmint int64          // first timestamp of chunk
 	ext   *seriesExt
@@ -38,8 +38,8 @@ type seriesExt struct {
 	lastH   *histogram.Histogram
 	lastFH  *histogram.FloatHistogram
 	happ    chunkenc.Appender // the open histogram chunk's appender
-	ooo     []sample       // sorted by t, all < lastT
-	pending []*sealedChunk // sealed, not yet written to Pebble (ascending mint)
+	ooo     []sample          // sorted by t, all < lastT
+	pending []*sealedChunk    // sealed, not yet written to Pebble (ascending mint)
 	ex      []exemplar.Exemplar
 	exNext  int // ring write position once ex is full
 }

@@ -100,6 +100,22 @@ var benchStores = []struct {
 // shares one WAL fsync among them.
 const benchWriters = 8
 
+// appendBatch commits one sample at ts to each series of lss (refs cached
+// as a scraper does), updating refs.
+func appendBatch(db benchStore, lss []labels.Labels, refs []promstorage.SeriesRef, ts int64) error {
+	app := db.Appender(context.Background())
+	for i := range lss {
+		ref, err := app.Append(refs[i], lss[i], ts, float64(ts)*0.5+float64(i))
+		if err != nil {
+			// An open appender would block the store's Close.
+			_ = app.Rollback()
+			return err
+		}
+		refs[i] = ref
+	}
+	return app.Commit()
+}
+
 // BenchmarkAppendExisting commits batches of 1000 series x 1 sample to
 // existing series (refs cached as a scraper does), WAL on, from
 // benchWriters goroutines each owning its series. One op is one batch.
@@ -123,19 +139,7 @@ func BenchmarkAppendExisting(b *testing.B) {
 				for pb.Next() {
 					// One shared clock keeps every writer near the newest
 					// time, as real senders are.
-					ts := clock.Add(1) * 15_000
-					app := db.Appender(context.Background())
-					for i := range lss {
-						ref, err := app.Append(refs[i], lss[i], ts, float64(ts)*0.5+float64(i))
-						if err != nil {
-							// An open appender would block the store's Close.
-							_ = app.Rollback()
-							b.Error(err)
-							return
-						}
-						refs[i] = ref
-					}
-					if err := app.Commit(); err != nil {
+					if err := appendBatch(db, lss, refs, clock.Add(1)*15_000); err != nil {
 						b.Error(err)
 						return
 					}
@@ -175,16 +179,7 @@ func BenchmarkAppendSteady(b *testing.B) {
 				for i := range lss[w] {
 					lss[w][i] = benchLabels((w+1)*benchBatchSeries + i)
 				}
-				ts := clock.Add(1) * 15_000
-				app := db.Appender(context.Background())
-				for i := range lss[w] {
-					ref, err := app.Append(0, lss[w][i], ts, float64(ts)*0.5+float64(i))
-					if err != nil {
-						b.Fatal(err)
-					}
-					refs[w][i] = ref
-				}
-				if err := app.Commit(); err != nil {
+				if err := appendBatch(db, lss[w], refs[w], clock.Add(1)*15_000); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -196,18 +191,7 @@ func BenchmarkAppendSteady(b *testing.B) {
 				w := int(writer.Add(1)) - 1
 				lss, refs := lss[w], refs[w]
 				for pb.Next() {
-					ts := clock.Add(1) * 15_000
-					app := db.Appender(context.Background())
-					for i := range lss {
-						ref, err := app.Append(refs[i], lss[i], ts, float64(ts)*0.5+float64(i))
-						if err != nil {
-							_ = app.Rollback()
-							b.Error(err)
-							return
-						}
-						refs[i] = ref
-					}
-					if err := app.Commit(); err != nil {
+					if err := appendBatch(db, lss, refs, clock.Add(1)*15_000); err != nil {
 						b.Error(err)
 						return
 					}

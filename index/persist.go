@@ -118,12 +118,12 @@ type streamLoader struct {
 }
 
 type loadedStream struct {
-	r streamRec
-	h uint64 // streamHash
+	kind Kind
+	ls   labels.Labels
 }
 
 // loadBucket inserts the streams of bucket b that no deletions fragment
-// removed.
+// removed. Only those are interned: the symbol tables never forget.
 func (l *streamLoader) loadBucket(b uint64, v []byte) error {
 	clear(l.bucket)
 	err := decodeStreamBucket(b, v, func(id ID, kind Kind, ls []fragLabel) {
@@ -131,34 +131,33 @@ func (l *streamLoader) loadBucket(b uint64, v []byte) error {
 		for _, x := range ls {
 			l.b.Add(x.name, x.value)
 		}
-		l.bucket[id] = l.stream(kind)
+		l.b.Sort()
+		l.bucket[id] = loadedStream{kind: kind, ls: l.b.Labels()}
 	}, func(id ID) { delete(l.bucket, id) })
 	if err != nil {
 		return err
 	}
 	for id, s := range l.bucket {
-		l.put(id, s)
+		l.put(id, s.kind, s.ls)
 	}
 	return nil
 }
 
 // insert inserts stream id with the labels in l.b.
-func (l *streamLoader) insert(id ID, kind Kind) { l.put(id, l.stream(kind)) }
-
-// stream interns the labels in l.b and returns the stream's record.
-func (l *streamLoader) stream(kind Kind) loadedStream {
+func (l *streamLoader) insert(id ID, kind Kind) {
 	l.b.Sort()
-	ls := l.b.Labels()
-	l.refs = l.ix.syms.internLabels(ls, l.refs[:0])
-	r := streamRec{enc: l.ix.encs.copyOf(appendLabelRefs(l.encBuf[:0], l.refs)), lastPart: math.MinInt64, kind: kind}
-	return loadedStream{r: r, h: streamHash(kind, ls)}
+	l.put(id, kind, l.b.Labels())
 }
 
-func (l *streamLoader) put(id ID, s loadedStream) {
+// put interns ls and inserts stream id into the registry.
+func (l *streamLoader) put(id ID, kind Kind, ls labels.Labels) {
 	ix := l.ix
-	insertHashLocked(ix.hashShardOf(s.h), s.h, id) // single-threaded during Open
-	ix.recs.put(id, s.r)
-	ix.numStreams[s.r.kind].Add(1)
+	l.refs = ix.syms.internLabels(ls, l.refs[:0])
+	r := streamRec{enc: ix.encs.copyOf(appendLabelRefs(l.encBuf[:0], l.refs)), lastPart: math.MinInt64, kind: kind}
+	h := streamHash(kind, ls)
+	insertHashLocked(ix.hashShardOf(h), h, id) // single-threaded during Open
+	ix.recs.put(id, r)
+	ix.numStreams[kind].Add(1)
 	ix.advanceAlloc(id)
 }
 

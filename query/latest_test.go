@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
 )
 
 func TestPlainSelectors(t *testing.T) {
@@ -21,46 +23,77 @@ func TestPlainSelectors(t *testing.T) {
 		`up smoothed`:                       false,
 		`rate(x[5m] anchored)`:              false,
 		`sum(up) + sum(x smoothed)`:         false,
-		`up{`:                               false, // does not parse
 	} {
-		if _, err := p.ParseExpr(qs); err != nil && qs != `up{` {
+		expr, err := p.ParseExpr(qs)
+		if err != nil {
 			t.Fatalf("parse %q: %v", qs, err)
 		}
-		if got := plainSelectors(p, qs); got != want {
+		if got := plainSelectors(expr); got != want {
 			t.Errorf("plainSelectors(%q) = %v, want %v", qs, got, want)
 		}
 	}
 }
 
-// recordingEngine records the queryable each query was created with.
-type recordingEngine struct{ got storage.Queryable }
-
-func (e *recordingEngine) NewInstantQuery(_ context.Context, q storage.Queryable, _ promql.QueryOpts, _ string, _ time.Time) (promql.Query, error) {
-	e.got = q
-	return nil, nil
+// selectRecorder is a queryable with no data that records, per querier
+// source, whether a Select ran.
+type selectRecorder struct {
+	name string
+	got  *[]string
 }
 
-func (e *recordingEngine) NewRangeQuery(_ context.Context, q storage.Queryable, _ promql.QueryOpts, _ string, _, _ time.Time, _ time.Duration) (promql.Query, error) {
-	e.got = q
-	return nil, nil
+func (r selectRecorder) Querier(int64, int64) (storage.Querier, error) { return r, nil }
+
+func (r selectRecorder) Select(context.Context, bool, *storage.SelectHints, ...*labels.Matcher) storage.SeriesSet {
+	*r.got = append(*r.got, r.name)
+	return storage.EmptySeriesSet()
 }
 
-type markedQueryable struct{ storage.Queryable }
+func (selectRecorder) LabelValues(context.Context, string, *storage.LabelHints, ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	return nil, nil, nil
+}
 
-func TestLatestSampleEngineWrapsOnlyPlainInstantQueries(t *testing.T) {
-	rec := &recordingEngine{}
-	e := LatestSampleEngine(rec, NewParser(), func(q storage.Queryable) storage.Queryable { return markedQueryable{q} })
-	ctx := t.Context()
-	if _, _ = e.NewInstantQuery(ctx, nil, nil, `sum(up)`, time.Unix(0, 0)); rec.got == nil {
-		t.Fatal("plain instant query: queryable not wrapped")
-	}
-	if _, ok := rec.got.(markedQueryable); !ok {
-		t.Fatalf("plain instant query got %T, want the wrapped queryable", rec.got)
-	}
-	if _, _ = e.NewInstantQuery(ctx, nil, nil, `up smoothed`, time.Unix(0, 0)); rec.got != nil {
-		t.Fatalf("smoothed instant query got %T, want the queryable as passed", rec.got)
-	}
-	if _, _ = e.NewRangeQuery(ctx, nil, nil, `sum(up)`, time.Unix(0, 0), time.Unix(60, 0), time.Second); rec.got != nil {
-		t.Fatalf("range query got %T, want the queryable as passed", rec.got)
+func (selectRecorder) LabelNames(context.Context, *storage.LabelHints, ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	return nil, nil, nil
+}
+
+func (selectRecorder) Close() error { return nil }
+
+// TestLatestSampleEngine runs queries through a real engine and checks
+// which queryable their selectors read: the wrapped one for plain instant
+// queries only.
+func TestLatestSampleEngine(t *testing.T) {
+	var got []string
+	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+	e := LatestSampleEngine(engine, func(storage.Queryable) storage.Queryable {
+		return selectRecorder{name: "latest", got: &got}
+	})
+	plain := selectRecorder{name: "plain", got: &got}
+	ts := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		qs, want string
+		rng      bool
+	}{
+		{qs: `sum(up)`, want: "latest"},
+		{qs: `up smoothed`, want: "plain"},
+		{qs: `sum(up)`, want: "plain", rng: true},
+	} {
+		got = nil
+		var qry promql.Query
+		var err error
+		if tc.rng {
+			qry, err = e.NewRangeQuery(t.Context(), plain, nil, tc.qs, ts.Add(-time.Minute), ts, time.Second)
+		} else {
+			qry, err = e.NewInstantQuery(t.Context(), plain, nil, tc.qs, ts)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.qs, err)
+		}
+		if res := qry.Exec(t.Context()); res.Err != nil {
+			t.Fatalf("%s: %v", tc.qs, res.Err)
+		}
+		qry.Close()
+		if len(got) != 1 || got[0] != tc.want {
+			t.Fatalf("%s (range %v) selected from %v, want [%s]", tc.qs, tc.rng, got, tc.want)
+		}
 	}
 }

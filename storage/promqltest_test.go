@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	promstorage "github.com/prometheus/prometheus/storage"
 
@@ -48,7 +47,7 @@ func TestPromQLConformance(t *testing.T) {
 		// Default chunking: most test series stay in the head. Instant
 		// queries run as weft's server runs them, with latest-sample
 		// selects (LatestSampleQueryable).
-		{"default", 0, query.LatestSampleEngine(engine, parser.NewParser(promqltest.TestParserOpts), LatestSampleQueryable)},
+		{"default", 0, query.LatestSampleEngine(engine, LatestSampleQueryable)},
 		// 30 samples per chunk: most samples are read back from sealed
 		// chunks in Pebble, across many chunk boundaries. (With 4, two evals
 		// of native_histograms.test at line 2017/2022 fail: a Prometheus

@@ -167,7 +167,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Storage = db
 	// Instant queries read only each series' latest sample where the head
 	// knows it (storage.WithLatestSampleSelects).
-	aopts.Engine = query.LatestSampleEngine(engine, query.NewParser(), storage.LatestSampleQueryable)
+	aopts.Engine = query.LatestSampleEngine(engine, storage.LatestSampleQueryable)
 	aopts.Metadata = db
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}

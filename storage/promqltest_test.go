@@ -44,10 +44,13 @@ func TestPromQLConformance(t *testing.T) {
 		samplesPerChunk int
 		engine          promql.QueryEngine
 	}{
-		// Default chunking: most test series stay in the head. Instant
-		// queries run as weft's server runs them, with latest-sample
-		// selects (LatestSampleQueryable).
-		{"default", 0, query.LatestSampleEngine(engine, LatestSampleQueryable)},
+		// Default chunking: most test series stay in the head. Queries
+		// run as weft's server runs them: aggregations pushed down
+		// (query.AggregationPushdown) and instant queries with
+		// latest-sample selects (LatestSampleQueryable).
+		{"default", 0, query.AggregationPushdown(query.LatestSampleEngine(engine, LatestSampleQueryable), query.PushdownOptions{})},
+		// The engine alone, as a Prometheus server would run it.
+		{"engine_only", 0, engine},
 		// 30 samples per chunk: most samples are read back from sealed
 		// chunks in Pebble, across many chunk boundaries. (With 4, two evals
 		// of native_histograms.test at line 2017/2022 fail: a Prometheus
@@ -55,7 +58,8 @@ func TestPromQLConformance(t *testing.T) {
 		// "unknown", and those evals need the "not_reset" hint of a sample
 		// that then starts a chunk; Prometheus' own head fails them the same
 		// way with such small chunks.)
-		{"small_chunks", 30, engine},
+		// Aggregations are pushed down here too, reading those chunks.
+		{"small_chunks", 30, query.AggregationPushdown(engine, query.PushdownOptions{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			promqltest.RunBuiltinTestsWithStorage(t, tc.engine, func(tb testing.TB) promstorage.Storage {

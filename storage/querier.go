@@ -82,6 +82,25 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 // sample data is copied: a series is returned when its head or its chunk
 // headers in Pebble overlap the range, and its Iterator loads the data.
 func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+	ss, err := q.newSeriesSet(ctx, hints, ms)
+	if err != nil {
+		return promstorage.ErrSeriesSet(err)
+	}
+	if ss == nil {
+		return promstorage.EmptySeriesSet()
+	}
+	if sortSeries {
+		if err := ss.sortByLabels(); err != nil {
+			return promstorage.ErrSeriesSet(err)
+		}
+	}
+	q.sets = append(q.sets, ss)
+	return ss
+}
+
+// newSeriesSet resolves the postings of a Select; nil when the hinted range
+// is empty.
+func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHints, ms []*labels.Matcher) (*seriesSet, error) {
 	ss := &seriesSet{q: q, ctx: ctx, mint: q.mint, maxt: q.maxt}
 	if hints != nil {
 		ss.mint, ss.maxt = max(ss.mint, hints.Start), min(ss.maxt, hints.End)
@@ -91,20 +110,14 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 			hints.Func != "series" && hints.Func != "start_timestamp"
 	}
 	if ss.mint > ss.maxt {
-		return promstorage.EmptySeriesSet()
+		return nil, nil
 	}
 	bm, err := q.db.idx.Postings(ctx, ss.mint, ss.maxt, ms...)
 	if err != nil {
-		return promstorage.ErrSeriesSet(err)
+		return nil, err
 	}
 	ss.ids = bm.ToArray()
-	if sortSeries {
-		if err := ss.sortByLabels(); err != nil {
-			return promstorage.ErrSeriesSet(err)
-		}
-	}
-	q.sets = append(q.sets, ss)
-	return ss
+	return ss, nil
 }
 
 // latestSampleKey marks a context from WithLatestSampleSelects.
@@ -196,9 +209,10 @@ type seriesSet struct {
 	labelsOnly bool
 	latestOnly bool // only the latest sample at or before maxt is needed (WithLatestSampleSelects)
 
-	ids   []uint64        // the series to load, in output order
-	lsets []labels.Labels // labels of ids when sorted by labels, else nil
-	next  int             // first id of the next batch
+	ids     []uint64        // the series to load, in output order
+	lsets   []labels.Labels // labels of ids when sorted by labels, else nil
+	groupOf []int32         // SelectGroups: the group of each of ids, else nil
+	next    int             // first id of the next batch
 
 	batch   []headEntry // the loaded batch
 	bi      int         // next entry of batch
@@ -213,6 +227,8 @@ type seriesSet struct {
 
 	returned int
 	cur      promstorage.Series
+	curPos   int        // index in ids of cur
+	curEntry *headEntry // SelectGroups: cur's entry when At builds cur lazily
 	err      error
 }
 
@@ -220,6 +236,7 @@ type seriesSet struct {
 // sources in seriesSet.headSrc.
 type headEntry struct {
 	id     uint64
+	pos    int           // index in seriesSet.ids
 	lset   labels.Labels // set when sorted by labels
 	lo, hi int
 	latest latestKind // for a latest-only select
@@ -266,13 +283,20 @@ func (ss *seriesSet) Next() bool {
 		}
 		e := &ss.batch[ss.bi]
 		ss.bi++
+		if ss.groupOf != nil && e.latest == latestOne {
+			// SelectGroups: At builds the series if asked; Latest
+			// answers without it.
+			ss.cur, ss.curPos, ss.curEntry = nil, e.pos, e
+			ss.returned++
+			return true
+		}
 		if s := ss.build(e); s != nil {
-			ss.cur = s
+			ss.cur, ss.curPos, ss.curEntry = s, e.pos, nil
 			ss.returned++
 			return true
 		}
 	}
-	ss.cur = nil
+	ss.cur, ss.curEntry = nil, nil
 	if err := ss.closeCursors(); err != nil && ss.err == nil {
 		ss.err = err
 	}
@@ -295,8 +319,11 @@ func (ss *seriesSet) loadBatch() {
 	ss.out = make([]source, 0, end-ss.next+16)
 	ss.slab = make([]series, 0, end-ss.next)
 	ss.points = nil
+	if ss.latestOnly {
+		ss.points = make([]sample, 0, end-ss.next)
+	}
 	for i := ss.next; i < end; i++ {
-		e := headEntry{id: ss.ids[i], lo: len(ss.headSrc)}
+		e := headEntry{id: ss.ids[i], pos: i, lo: len(ss.headSrc)}
 		if ss.lsets != nil {
 			e.lset = ss.lsets[i]
 		}
@@ -394,6 +421,9 @@ func (ss *seriesSet) labelsOf(e *headEntry) (labels.Labels, bool) {
 	if ss.lsets != nil {
 		return e.lset, true
 	}
+	if ss.groupOf != nil {
+		return labels.EmptyLabels(), true // SelectGroups: the groups carry the labels
+	}
 	return ss.q.db.idx.Labels(e.id, &ss.b)
 }
 
@@ -431,7 +461,13 @@ func allDeleted(srcs []source, tombs []interval) bool {
 	return true
 }
 
-func (ss *seriesSet) At() promstorage.Series            { return ss.cur }
+func (ss *seriesSet) At() promstorage.Series {
+	if ss.cur == nil && ss.curEntry != nil {
+		ss.cur = ss.build(ss.curEntry)
+	}
+	return ss.cur
+}
+
 func (ss *seriesSet) Err() error                        { return ss.err }
 func (ss *seriesSet) Warnings() annotations.Annotations { return nil }
 

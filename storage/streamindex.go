@@ -24,6 +24,7 @@ type streamIndex interface {
 	Postings(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error)
 	LabelNames(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]string, error)
 	LabelValues(ctx context.Context, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error)
+	GroupBy(ctx context.Context, ids []uint64, by []string) ([]index.Group, error)
 	DropPartitionsBefore(ctx context.Context, t int64) error
 	Delete(ctx context.Context, ids *roaring64.Bitmap) error
 	NumStreams() int
@@ -60,6 +61,10 @@ func (m metricIndex) LabelNames(ctx context.Context, mint, maxt int64, ms ...*la
 
 func (m metricIndex) LabelValues(ctx context.Context, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
 	return m.ix.LabelValues(ctx, index.KindMetric, name, mint, maxt, ms...)
+}
+
+func (m metricIndex) GroupBy(ctx context.Context, ids []uint64, by []string) ([]index.Group, error) {
+	return m.ix.GroupBy(ctx, ids, by)
 }
 
 func (m metricIndex) DropPartitionsBefore(ctx context.Context, t int64) error {

@@ -166,8 +166,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Gatherer = reg
 	aopts.Storage = db
 	// Instant queries read only each series' latest sample where the head
-	// knows it (storage.WithLatestSampleSelects).
-	aopts.Engine = query.LatestSampleEngine(engine, storage.LatestSampleQueryable)
+	// knows it (storage.WithLatestSampleSelects), and aggregations over a
+	// selector are evaluated next to the storage (query.AggregationPushdown).
+	aopts.Engine = query.AggregationPushdown(
+		query.LatestSampleEngine(engine, storage.LatestSampleQueryable),
+		query.PushdownOptions{Timeout: qopts.Timeout})
 	aopts.Metadata = db
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}

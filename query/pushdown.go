@@ -3,9 +3,11 @@ package query
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -26,6 +28,9 @@ type PushdownOptions struct {
 	// MaxCells bounds groups × steps of one pushed-down aggregation; a
 	// larger one is left to the engine. Default DefaultPushdownMaxCells.
 	MaxCells int
+	// Parallelism is how many goroutines evaluate the groups of one
+	// aggregation; default GOMAXPROCS.
+	Parallelism int
 }
 
 // DefaultPushdownMaxCells keeps a pushed-down aggregation's state under
@@ -49,6 +54,12 @@ type GroupQuerier interface {
 type GroupedSet interface {
 	// Group returns the index of the current series' group.
 	Group() int
+}
+
+// sharder is implemented by a GroupedSet that splits into sets of whole
+// groups that can be iterated concurrently.
+type sharder interface {
+	Shards(n int) []storage.SeriesSet
 }
 
 // latestSet is implemented by a GroupedSet that can hand out an instant
@@ -88,6 +99,9 @@ func AggregationPushdown(engine promql.QueryEngine, opts PushdownOptions) promql
 	}
 	if opts.MaxCells <= 0 {
 		opts.MaxCells = DefaultPushdownMaxCells
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = runtime.GOMAXPROCS(0)
 	}
 	return &pushdownEngine{QueryEngine: engine, opts: opts}
 }
@@ -298,53 +312,80 @@ func (x *pushdownQuery) eval(ctx context.Context, c pushdown) (_ []promql.Series
 	if err != nil || len(groups)*steps > x.opts.MaxCells {
 		return nil, nil, false
 	}
-	gset, isGrouped := set.(GroupedSet)
-	if !isGrouped {
-		return nil, nil, false
-	}
 	acc := aggregator{op: c.agg.Op, steps: steps, cells: make([]cell, len(groups)*steps)}
 	ev := stepEval{start: start, interval: interval, steps: steps, window: window}
 	if c.call != nil {
 		ev.isRate = c.call.Func.Name == "rate"
 	}
-	var (
-		it     chunkenc.Iterator
-		output bool // some series had a value (rate's annotation)
-	)
-	lset, _ := set.(latestSet)
-	for n := 0; set.Next(); n++ {
-		if n%1024 == 0 && ctx.Err() != nil {
-			return nil, nil, false
-		}
-		gi := gset.Group()
-		g := acc.cells[gi*steps : (gi+1)*steps]
-		if lset != nil && c.call == nil {
-			if t, f, ok := lset.Latest(); ok {
-				ev.point(t, f, math.MaxInt64, acc.op, g)
-				continue
-			}
-		}
-		it = set.At().Iterator(it)
-		var ok bool
-		if c.call == nil {
-			ok = ev.instant(it, acc.op, g)
-		} else {
-			var out bool
-			out, ok = ev.rate(it, acc.op, g)
-			output = output || out
-		}
-		if !ok {
-			return nil, nil, false
-		}
+	// Groups are independent: shards of whole groups run in parallel and
+	// each group's series still go into its cells in order.
+	shards := []storage.SeriesSet{set}
+	if sh, ok := set.(sharder); ok && len(groups) > 1 && x.opts.Parallelism > 1 {
+		shards = sh.Shards(x.opts.Parallelism)
 	}
-	if set.Err() != nil {
-		return nil, nil, false
+	type result struct{ output, ok bool }
+	results := make([]result, len(shards))
+	var wg sync.WaitGroup
+	for i, sh := range shards {
+		e := ev // each shard its own buffer
+		if i == len(shards)-1 {
+			results[i].output, results[i].ok = e.series(ctx, sh, c.call == nil, &acc)
+			continue
+		}
+		wg.Go(func() {
+			results[i].output, results[i].ok = e.series(ctx, sh, c.call == nil, &acc)
+		})
+	}
+	wg.Wait()
+	output := false
+	for _, r := range results {
+		if !r.ok {
+			return nil, nil, false
+		}
+		output = output || r.output
 	}
 	var annos annotations.Annotations
 	if c.call != nil && output && !counterName(c.name) {
 		annos.Add(annotations.NewPossibleNonCounterInfo(c.name, c.call.Args[0].PositionRange()))
 	}
 	return acc.series(groups, start, interval), annos, true
+}
+
+// series adds the series of set (a GroupedSet) to acc: their values at the
+// steps (instant selector) or their rates. It reports whether any step had
+// a value, and false when the aggregation must be left to the engine.
+func (e *stepEval) series(ctx context.Context, set storage.SeriesSet, instant bool, acc *aggregator) (output, ok bool) {
+	gset, isGrouped := set.(GroupedSet)
+	if !isGrouped {
+		return false, false
+	}
+	lset, _ := set.(latestSet)
+	var it chunkenc.Iterator
+	for n := 0; set.Next(); n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return false, false
+		}
+		gi := gset.Group()
+		g := acc.cells[gi*e.steps : (gi+1)*e.steps]
+		if lset != nil && instant {
+			if t, f, ok := lset.Latest(); ok {
+				e.point(t, f, math.MaxInt64, acc.op, g)
+				continue
+			}
+		}
+		it = set.At().Iterator(it)
+		if instant {
+			ok = e.instant(it, acc.op, g)
+		} else {
+			var out bool
+			out, ok = e.rate(it, acc.op, g)
+			output = output || out
+		}
+		if !ok {
+			return false, false
+		}
+	}
+	return output, set.Err() == nil
 }
 
 // counterName reports whether a metric name has a suffix rate() expects of

@@ -288,6 +288,7 @@ func BenchmarkAggregationPushdown(b *testing.B) {
 	engine := query.NewEngine(query.DefaultEngineOptions())
 	server := query.LatestSampleEngine(engine, storage.LatestSampleQueryable)
 	pushed := query.AggregationPushdown(server, query.PushdownOptions{})
+	serial := query.AggregationPushdown(server, query.PushdownOptions{Parallelism: 1})
 	end := time.UnixMilli(now + 19*30_000)
 	for _, q := range []struct {
 		name, expr string
@@ -299,7 +300,7 @@ func BenchmarkAggregationPushdown(b *testing.B) {
 		for _, e := range []struct {
 			name string
 			e    promql.QueryEngine
-		}{{"engine", server}, {"pushdown", pushed}} {
+		}{{"engine", server}, {"pushdown", pushed}, {"pushdown_serial", serial}} {
 			b.Run(q.name+"/"+e.name, func(b *testing.B) {
 				for b.Loop() {
 					var (

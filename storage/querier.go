@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -82,13 +84,14 @@ func (q *querier) LabelNames(ctx context.Context, hints *promstorage.LabelHints,
 // sample data is copied: a series is returned when its head or its chunk
 // headers in Pebble overlap the range, and its Iterator loads the data.
 func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
-	ss, err := q.newSeriesSet(ctx, hints, ms)
+	ss, bm, err := q.newSeriesSet(ctx, hints, ms)
 	if err != nil {
 		return promstorage.ErrSeriesSet(err)
 	}
 	if ss == nil {
 		return promstorage.EmptySeriesSet()
 	}
+	ss.ids = bm.ToArray()
 	if sortSeries {
 		if err := ss.sortByLabels(); err != nil {
 			return promstorage.ErrSeriesSet(err)
@@ -98,9 +101,9 @@ func (q *querier) Select(ctx context.Context, sortSeries bool, hints *promstorag
 	return ss
 }
 
-// newSeriesSet resolves the postings of a Select; nil when the hinted range
-// is empty.
-func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHints, ms []*labels.Matcher) (*seriesSet, error) {
+// newSeriesSet returns the set of a Select, without its series yet, and
+// the postings of ms in its range; nil when the hinted range is empty.
+func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHints, ms []*labels.Matcher) (*seriesSet, *roaring64.Bitmap, error) {
 	ss := &seriesSet{q: q, ctx: ctx, mint: q.mint, maxt: q.maxt}
 	if hints != nil {
 		ss.mint, ss.maxt = max(ss.mint, hints.Start), min(ss.maxt, hints.End)
@@ -110,14 +113,13 @@ func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHin
 			hints.Func != "series" && hints.Func != "start_timestamp"
 	}
 	if ss.mint > ss.maxt {
-		return nil, nil
+		return nil, nil, nil
 	}
 	bm, err := q.db.idx.Postings(ctx, ss.mint, ss.maxt, ms...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ss.ids = bm.ToArray()
-	return ss, nil
+	return ss, bm, nil
 }
 
 // latestSampleKey marks a context from WithLatestSampleSelects.
@@ -214,16 +216,17 @@ type seriesSet struct {
 	groupOf []int32         // SelectGroups: the group of each of ids, else nil
 	next    int             // first id of the next batch
 
-	batch   []headEntry // the loaded batch
-	bi      int         // next entry of batch
-	headSrc []source    // head sources of the batch (entries index into it)
-	cursors []chunkCursor
-	arena   []byte   // copied chunk bytes of the batch
-	out     []source // the series' sources, shared by the batch's series
-	points  []sample // latest samples of the batch's latest-only series
-	slab    []series // the batch's series, handed out one by one
-	chunks  []source // scratch: one series' Pebble chunks
-	b       labels.ScratchBuilder
+	batch    []headEntry // the loaded batch
+	bi       int         // next entry of batch
+	headSrc  []source    // head sources of the batch (entries index into it)
+	cursors  []chunkCursor
+	arena    []byte   // copied chunk bytes of the batch
+	out      []source // the series' sources, shared by the batch's series
+	batchLen int      // series in the batch (the slabs' capacity)
+	points   []sample // latest samples of the batch's latest-only series
+	slab     []series // the batch's series, handed out one by one
+	chunks   []source // scratch: one series' Pebble chunks
+	b        labels.ScratchBuilder
 
 	returned int
 	cur      promstorage.Series
@@ -314,10 +317,9 @@ func (ss *seriesSet) loadBatch() {
 	end := min(ss.next+selectBatch, len(ss.ids))
 	ss.batch, ss.bi, ss.headSrc = ss.batch[:0], 0, ss.headSrc[:0]
 	// The arena and the output slabs are referenced by the series handed
-	// out from earlier batches: start new ones.
-	ss.arena = nil
-	ss.out = make([]source, 0, end-ss.next+16)
-	ss.slab = make([]series, 0, end-ss.next)
+	// out from earlier batches: start new ones (allocated by the first
+	// build: a grouped latest-only select builds none).
+	ss.arena, ss.out, ss.slab, ss.batchLen = nil, nil, nil, end-ss.next
 	ss.points = nil
 	if ss.latestOnly {
 		ss.points = make([]sample, 0, end-ss.next)
@@ -362,9 +364,14 @@ func (ss *seriesSet) loadBatch() {
 // build returns the series of e, or nil when it has no samples in the range
 // (or ss.err is set).
 func (ss *seriesSet) build(e *headEntry) promstorage.Series {
-	switch e.latest {
-	case latestNone:
+	if e.latest == latestNone {
 		return nil
+	}
+	if ss.slab == nil {
+		ss.out = make([]source, 0, ss.batchLen+16)
+		ss.slab = make([]series, 0, ss.batchLen)
+	}
+	switch e.latest {
 	case latestOne:
 		ls, ok := ss.labelsOf(e)
 		if !ok {

@@ -24,7 +24,7 @@ type streamIndex interface {
 	Postings(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error)
 	LabelNames(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]string, error)
 	LabelValues(ctx context.Context, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error)
-	GroupBy(ctx context.Context, ids []uint64, by []string) ([]index.Group, error)
+	GroupBy(ctx context.Context, sel *roaring64.Bitmap, mint, maxt int64, by []string) (index.Grouping, error)
 	DropPartitionsBefore(ctx context.Context, t int64) error
 	Delete(ctx context.Context, ids *roaring64.Bitmap) error
 	NumStreams() int
@@ -63,8 +63,8 @@ func (m metricIndex) LabelValues(ctx context.Context, name string, mint, maxt in
 	return m.ix.LabelValues(ctx, index.KindMetric, name, mint, maxt, ms...)
 }
 
-func (m metricIndex) GroupBy(ctx context.Context, ids []uint64, by []string) ([]index.Group, error) {
-	return m.ix.GroupBy(ctx, ids, by)
+func (m metricIndex) GroupBy(ctx context.Context, sel *roaring64.Bitmap, mint, maxt int64, by []string) (index.Grouping, error) {
+	return m.ix.GroupBy(ctx, sel, mint, maxt, by)
 }
 
 func (m metricIndex) DropPartitionsBefore(ctx context.Context, t int64) error {

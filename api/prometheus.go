@@ -139,7 +139,7 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 		return instr.wrap("/api/v1"+name, h).ServeHTTP
 	})
 	api.Register(router)
-	return http.StripPrefix("/api/v1", router), nil
+	return fastGzip(http.StripPrefix("/api/v1", router)), nil
 }
 
 // noScrape answers the scrape-manager endpoints (targets, scrape pools) with

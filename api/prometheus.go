@@ -135,6 +135,11 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 		opts.QueryTimeout,
 	)
 
+	// Large answers (vectors, matrices, /series) get weft's encoder; it
+	// writes the same bytes as v1.JSONCodec, which answers the rest.
+	api.ClearCodecs()
+	api.InstallCodec(jsonCodec{})
+
 	router := route.New().WithInstrumentation(func(name string, h http.HandlerFunc) http.HandlerFunc {
 		return instr.wrap("/api/v1"+name, h).ServeHTTP
 	})

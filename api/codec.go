@@ -171,18 +171,7 @@ func appendPromMatrix(b []byte, m promql.Matrix) []byte {
 
 // appendPromLabels writes a label set as Prometheus' marshalLabelsJSON does.
 func appendPromLabels(b []byte, ls labels.Labels) []byte {
-	b = append(b, '{')
-	first := true
-	ls.Range(func(l labels.Label) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = appendPromString(b, l.Name)
-		b = append(b, ':')
-		b = appendPromString(b, l.Value)
-	})
-	return append(b, '}')
+	return appendLabelObject(b, ls, appendPromString)
 }
 
 // appendPromTimestamp writes milliseconds as seconds, as jsonutil.MarshalTimestamp.
@@ -270,15 +259,7 @@ func appendPromStrings(b []byte, field string, ss []string) []byte {
 	if len(ss) == 0 {
 		return b
 	}
-	b = append(b, field...)
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendPromHTMLString(b, s)
-	}
-	return append(b, ']')
+	return appendStringArrayWith(append(b, field...), ss, appendPromHTMLString)
 }
 
 func appendPromHTMLString(b []byte, s string) []byte {

@@ -190,12 +190,18 @@ func (a *lokiAPI) detectedLabels(w http.ResponseWriter, r *http.Request) {
 }
 
 func appendStringArray(b []byte, ss []string) []byte {
+	return appendStringArrayWith(b, ss, appendJSONString)
+}
+
+// appendStringArrayWith appends ss as a JSON array, its strings written
+// by str.
+func appendStringArrayWith(b []byte, ss []string, str func([]byte, string) []byte) []byte {
 	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = str(b, s)
 	}
 	return append(b, ']')
 }

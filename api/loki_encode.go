@@ -206,6 +206,12 @@ func appendFloat(b []byte, v float64) []byte {
 }
 
 func appendLabelMap(b []byte, ls labels.Labels) []byte {
+	return appendLabelObject(b, ls, appendJSONString)
+}
+
+// appendLabelObject appends ls as a JSON object, its strings written by
+// str (Loki's and Prometheus' APIs escape differently).
+func appendLabelObject(b []byte, ls labels.Labels, str func([]byte, string) []byte) []byte {
 	b = append(b, '{')
 	first := true
 	ls.Range(func(l labels.Label) {
@@ -213,9 +219,9 @@ func appendLabelMap(b []byte, ls labels.Labels) []byte {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendJSONString(b, l.Name)
+		b = str(b, l.Name)
 		b = append(b, ':')
-		b = appendJSONString(b, l.Value)
+		b = str(b, l.Value)
 	})
 	return append(b, '}')
 }

@@ -63,13 +63,23 @@ type appender struct {
 	nowMs   int64
 	discard bool // AppendOptions.DiscardOutOfOrder
 
-	samples   []pendingSample
-	exts      []pendingExt
-	nHists    int
-	frame     []byte
-	exemplars []pendingExemplar
-	metas     []record.Metadata
-	done      bool
+	samples []pendingSample
+	exts    []pendingExt
+	nHists  int
+	frame   []byte
+	// wbuf holds the WAL record of samples, encoded as they are appended
+	// while the batch is all floats (nHists == 0): an open compact
+	// float-samples record whose header is at recStart, filled in by
+	// Commit. Once a histogram arrives Commit encodes the batch from
+	// samples instead and wbuf is ignored.
+	wbuf     []byte
+	recStart int
+	enc      record.SampleEncoder
+	// mint, maxt bound the timestamps of samples.
+	mint, maxt int64
+	exemplars  []pendingExemplar
+	metas      []record.Metadata
+	done       bool
 
 	// partLo, partHi bound the partition of the batch's newest sample
 	// [partLo, partHi), set by Commit for apply's fast path.
@@ -84,6 +94,7 @@ var appenderPool = sync.Pool{New: func() any { return &appender{} }}
 func (db *DB) newAppender(ctx context.Context) *appender {
 	a := appenderPool.Get().(*appender)
 	a.db, a.ctx, a.nowMs, a.discard, a.done = db, ctx, db.opts.Now().UnixMilli(), false, false
+	a.mint, a.maxt = maxInt64, minInt64
 	return a
 }
 
@@ -94,6 +105,7 @@ func (a *appender) release() {
 	clear(a.exts)
 	clear(a.exemplars)
 	a.samples, a.exts, a.exemplars, a.metas = a.samples[:0], a.exts[:0], a.exemplars[:0], a.metas[:0]
+	a.wbuf = a.wbuf[:0]
 	a.nHists = 0
 	a.db, a.ctx = nil, nil
 	appenderPool.Put(a)
@@ -198,6 +210,17 @@ func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x s
 		p.ext = uint32(len(a.exts))
 	}
 	a.samples = append(a.samples, p)
+	a.mint, a.maxt = min(a.mint, x.t), max(a.maxt, x.t)
+	if a.nHists == 0 {
+		// Encode the WAL entry now, while the series is in cache, rather
+		// than in a second pass over the batch in Commit.
+		if len(a.samples) == 1 {
+			a.wbuf, a.recStart = wal.BeginRecord(a.wbuf[:0])
+			a.wbuf = record.AppendCompactSamplesHeader(a.wbuf)
+			a.enc.Reset()
+		}
+		a.wbuf = a.enc.Append(a.wbuf, s.id, x.st, x.t, x.v)
+	}
 	return promstorage.SeriesRef(s.id), nil
 }
 

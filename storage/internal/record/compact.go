@@ -3,28 +3,34 @@ package record
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // Compact float-samples records (TypeSamplesCompact, docs/format/wal.md).
 //
-// An entry is a head uvarint, then the fields its flag bits announce, then
-// the value:
+// An entry is a control byte, then the fields it announces, then the
+// value's leading bytes:
 //
-//	head = zigzag(id − previous id) << 3 | absID << 2 | hasST << 1 | newT
-//	[id uvarint, when absID]  [t − previous t varint, when newT]
-//	[st varint, when hasST]   f64 value
+//	ctrl = id code << 5 | value code << 2 | hasST << 1 | newT
+//	[zigzag(id − previous id) uvarint, when id code is 7]
+//	[t − previous t varint, when newT]  [st varint, when hasST]
+//	value: the first n bytes of the big-endian float bits, the rest being 0
 //
-// The previous id and t start at 0 in every record. A scrape or push batch
-// shares one timestamp and refers to series created one after another, so a
-// typical entry is 9 bytes: one head byte and the value.
+// An id code of 0..6 is zigzag(id − previous id) itself (a delta of −3..3);
+// a value code c stands for n = c bytes, 7 for all 8. The previous id and t
+// start at 0 in every record. A scrape or push batch shares one timestamp
+// and refers to series created one after another, and the values of
+// counters and of many gauges are integers whose float bits end in zero
+// bytes: a typical entry is one control byte and five value bytes.
 const (
-	compactNewT  = 1 << 0
-	compactHasST = 1 << 1
-	compactAbsID = 1 << 2
-	compactFlags = 3
-	// compactMaxEntry bounds one encoded entry: head, id, t delta and st
-	// varints and the 8-byte value.
-	compactMaxEntry = 4*binary.MaxVarintLen64 + 8
+	compactNewT     = 1 << 0
+	compactHasST    = 1 << 1
+	compactValShift = 2
+	compactIDShift  = 5
+	compactIDVarint = 7 // id code: a zigzag delta uvarint follows
+	// compactMaxEntry bounds one encoded entry: control byte, id, t delta
+	// and st varints and the 8-byte value.
+	compactMaxEntry = 1 + 3*binary.MaxVarintLen64 + 8
 )
 
 // SampleEncoder appends the entries of one compact float-samples record,
@@ -57,38 +63,38 @@ func (e *SampleEncoder) Append(b []byte, id uint64, st, t int64, v float64) []by
 	dst := b[n : n+compactMaxEntry]
 	d := int64(id - e.prevID)
 	zz := uint64(d<<1) ^ uint64(d>>63)
-	var head uint64
-	abs := zz >= 1<<(64-compactFlags)
-	if abs {
-		head = compactAbsID
-	} else {
-		head = zz << compactFlags
+	vb := math.Float64bits(v)
+	// Significant bytes of the value: 8 less its trailing zero bytes (0
+	// for +0), 7 rounded up to 8.
+	nb := 8 - uint(bits.TrailingZeros64(vb))>>3
+	code := nb
+	if nb >= 7 {
+		nb, code = 8, 7
 	}
+	ctrl := code << compactValShift
 	if t != e.prevT {
-		head |= compactNewT
+		ctrl |= compactNewT
 	}
 	if st != 0 {
-		head |= compactHasST
+		ctrl |= compactHasST
 	}
-	var k int
-	if head < 0x80 {
-		dst[0] = byte(head)
-		k = 1
+	k := 1
+	if zz < compactIDVarint {
+		ctrl |= uint(zz) << compactIDShift
 	} else {
-		k = binary.PutUvarint(dst, head)
+		ctrl |= compactIDVarint << compactIDShift
+		k += binary.PutUvarint(dst[k:], zz)
 	}
-	if abs {
-		k += binary.PutUvarint(dst[k:], id)
-	}
+	dst[0] = byte(ctrl)
 	if t != e.prevT {
 		k += binary.PutVarint(dst[k:], t-e.prevT)
 	}
 	if st != 0 {
 		k += binary.PutVarint(dst[k:], st)
 	}
-	binary.BigEndian.PutUint64(dst[k:], math.Float64bits(v))
+	binary.BigEndian.PutUint64(dst[k:], vb)
 	e.prevID, e.prevT = id, t
-	return b[:n+k+8]
+	return b[:n+k+int(nb)]
 }
 
 // AppendCompactSamples encodes ss as one compact float-samples record.
@@ -107,29 +113,33 @@ func (d *Decoder) compactSamples(out []Sample) []Sample {
 	var prevID uint64
 	var prevT int64
 	for len(d.b) > 0 && d.err == nil {
-		head := d.uvarint()
-		var s Sample
-		if head&compactAbsID != 0 {
-			if head>>compactFlags != 0 {
-				d.fail("compact sample id")
-				break
-			}
-			s.ID = d.uvarint()
-		} else {
-			zz := head >> compactFlags
-			s.ID = prevID + uint64(int64(zz>>1)^-int64(zz&1))
+		ctrl := d.byte1()
+		zz := uint64(ctrl >> compactIDShift)
+		if zz == compactIDVarint {
+			zz = d.uvarint()
 		}
-		s.T = prevT
-		if head&compactNewT != 0 {
+		s := Sample{ID: prevID + uint64(int64(zz>>1)^-int64(zz&1)), T: prevT}
+		if ctrl&compactNewT != 0 {
 			s.T += d.varint()
 		}
-		if head&compactHasST != 0 {
+		if ctrl&compactHasST != 0 {
 			s.ST = d.varint()
 		}
-		s.V = d.f64()
+		nb := int(ctrl>>compactValShift) & 7
+		if nb == 7 {
+			nb = 8
+		}
 		if d.err != nil {
 			break
 		}
+		if len(d.b) < nb {
+			d.fail("compact sample value")
+			break
+		}
+		var vb [8]byte
+		copy(vb[:], d.b[:nb])
+		d.b = d.b[nb:]
+		s.V = math.Float64frombits(binary.BigEndian.Uint64(vb[:]))
 		prevID, prevT = s.ID, s.T
 		out = append(out, s)
 	}

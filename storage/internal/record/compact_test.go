@@ -30,7 +30,8 @@ func TestCompactSamplesRoundTrip(t *testing.T) {
 		{"start timestamps", []Sample{{ID: 3, ST: 500, T: 60_000, V: -2.5}, {ID: 3, ST: -7, T: 61_000, V: 0}, {ID: 4, T: 61_000, V: 1}}},
 		{"zero time and id", []Sample{{ID: 0, T: 0, V: 1}, {ID: 0, T: 0, V: 2}}},
 		{"negative times", []Sample{{ID: 2, T: -5, V: 0}, {ID: 4, T: math.MinInt64, V: 1e300}, {ID: 1, T: math.MaxInt64, V: -0.0}}},
-		{"id jumps", []Sample{{ID: math.MaxUint64, T: 1, V: 1}, {ID: 0, T: 1, V: 2}, {ID: 1 << 61, T: 1, V: 3}, {ID: 1<<63 + 5, T: 2, V: 4}, {ID: 1, T: 2, V: 5}}},
+		{"id jumps", []Sample{{ID: math.MaxUint64, T: 1, V: 1}, {ID: 0, T: 1, V: 2}, {ID: 1 << 61, T: 1, V: 3}, {ID: 1<<63 + 5, T: 2, V: 4}, {ID: 1, T: 2, V: 5}, {ID: 4, T: 2, V: 6}, {ID: 11, T: 2, V: 7}}},
+		{"value lengths", []Sample{{ID: 1, V: 2}, {ID: 1, V: 1}, {ID: 1, V: 1.5}, {ID: 1, V: -0.0}, {ID: 1, V: math.Float64frombits(0x0102030405060700)}, {ID: 1, V: math.Float64frombits(1)}, {ID: 1, V: math.Float64frombits(1 << 56)}}},
 	}
 	var d Decoder
 	var out Decoded
@@ -58,34 +59,52 @@ func TestCompactSamplesRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCompactSamplesSize pins the size that makes the compact record worth
-// having: a batch sharing one timestamp over consecutive series costs one
-// head byte and the value per entry after the first.
+// TestCompactSamplesSize pins the sizes that make the compact record worth
+// having: consecutive series sharing one timestamp cost a control byte and
+// the value's significant bytes an entry.
 func TestCompactSamplesSize(t *testing.T) {
-	ss := make([]Sample, 1000)
-	for i := range ss {
-		ss[i] = Sample{ID: uint64(20_000 + i), T: 1_764_547_200_000, V: float64(i) * 0.25}
+	const ts = 1_764_547_200_000
+	cases := []struct {
+		name  string
+		value func(i int) float64
+		entry int // bytes of every entry after the first
+	}{
+		// Odd integers in [2^20, 2^21): 12 bits of sign and exponent and
+		// 20 of mantissa.
+		{"integers", func(i int) float64 { return float64(1<<20 + 2*i + 1) }, 1 + 4},
+		{"zero", func(int) float64 { return 0 }, 1},
+		{"full mantissa", func(i int) float64 { return math.Float64frombits(0x3ff0000000000001 | uint64(i)<<8) }, 1 + 8},
 	}
-	rec := AppendCompactSamples(nil, ss)
-	first := binary.PutUvarint(make([]byte, 10), uint64(2*20_000)<<compactFlags|compactNewT) +
-		binary.PutVarint(make([]byte, 10), ss[0].T) + 8
-	if want := 1 + first + 9*(len(ss)-1); len(rec) != want {
-		t.Fatalf("record is %d bytes, want %d", len(rec), want)
-	}
-	if legacy := AppendSamples(nil, ss); len(rec) >= len(legacy)*3/4 {
-		t.Fatalf("compact record %d bytes, legacy %d: want under 3/4", len(rec), len(legacy))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ss := make([]Sample, 1000)
+			for i := range ss {
+				ss[i] = Sample{ID: uint64(20_000 + i), T: ts, V: c.value(i + 1)}
+			}
+			rec := AppendCompactSamples(nil, ss)
+			// The record's type, the first entry's control byte, id and
+			// time, then the rest.
+			var tmp [binary.MaxVarintLen64]byte
+			head := 1 + 1 + binary.PutUvarint(tmp[:], 2*20_000) + binary.PutVarint(tmp[:], ts)
+			if want := head + (c.entry - 1) + c.entry*(len(ss)-1); len(rec) != want {
+				t.Fatalf("record is %d bytes, want %d", len(rec), want)
+			}
+		})
 	}
 }
 
 func TestCompactSamplesCorrupt(t *testing.T) {
+	ctrl := func(id, val, flags byte) byte { return id<<compactIDShift | val<<compactValShift | flags }
 	cases := []struct {
 		name string
 		rec  []byte
 	}{
-		{"absolute id with delta bits", append([]byte{byte(TypeSamplesCompact), compactAbsID | 1<<compactFlags, 1}, make([]byte, 8)...)},
-		{"short value", []byte{byte(TypeSamplesCompact), 0, 1, 2, 3}},
-		{"bad head varint", []byte{byte(TypeSamplesCompact), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
-		{"missing t delta", []byte{byte(TypeSamplesCompact), compactNewT}},
+		{"short value", []byte{byte(TypeSamplesCompact), ctrl(0, 4, 0), 1, 2, 3}},
+		{"short full value", []byte{byte(TypeSamplesCompact), ctrl(0, 7, 0), 1, 2, 3, 4, 5, 6, 7}},
+		{"bad id varint", []byte{byte(TypeSamplesCompact), ctrl(7, 0, 0), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+		{"missing id", []byte{byte(TypeSamplesCompact), ctrl(7, 0, 0)}},
+		{"missing t delta", []byte{byte(TypeSamplesCompact), ctrl(0, 0, compactNewT)}},
+		{"missing st", []byte{byte(TypeSamplesCompact), ctrl(0, 0, compactHasST)}},
 	}
 	var d Decoder
 	var out Decoded
@@ -116,6 +135,9 @@ func FuzzCompactSamples(f *testing.F) {
 			w := func(i int) uint64 { return binary.LittleEndian.Uint64(b[8*i:]) }
 			s := Sample{ID: w(0), ST: int64(w(1)), T: int64(w(2)), V: math.Float64frombits(w(3))}
 			if s.ST&1 == 0 {
+				s.V = math.Float64frombits(w(3) &^ (1<<(w(1)%64) - 1)) // trailing zeros
+			}
+			if s.ST&8 == 0 {
 				s.ST = 0
 			}
 			if s.T&2 == 0 && len(ss) > 0 {

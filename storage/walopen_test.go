@@ -30,7 +30,7 @@ func walSegments(tb testing.TB, dir string) []string {
 func TestOpenWALDamage(t *testing.T) {
 	open := func(dir string) (*DB, error) {
 		opts := testOptions()
-		opts.WALSegmentSize = 4 << 10
+		opts.WALSegmentSize = 1 << 10 // several segments for 20 series x 50 samples
 		return Open(context.Background(), dir, opts)
 	}
 	write := func(t *testing.T) string {

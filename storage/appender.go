@@ -158,18 +158,27 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	return s, nil
 }
 
-// check validates x against the series as committed so far.
-func (a *appender) check(s *memSeries, x sample) error {
-	if a.db.futureMs >= 0 && x.t > a.nowMs+a.db.futureMs {
+// checkTime validates t against the store's time bounds, whatever the
+// series: not too far in the future, not older than the retention.
+func (a *appender) checkTime(t int64) error {
+	if a.db.futureMs >= 0 && t > a.nowMs+a.db.futureMs {
 		return ErrTooFarInFuture
 	}
 	// A sample older than the store's retention would be dropped by the
 	// next retention pass: reject it whatever its series, so that a new
 	// series cannot bring back data from long ago (a 1970 timestamp).
 	if ret := a.db.opts.Retention; ret > 0 {
-		if maxT := a.db.maxT.Load(); maxT != minInt64 && x.t < maxT-ret.Milliseconds() {
+		if maxT := a.db.maxT.Load(); maxT != minInt64 && t < maxT-ret.Milliseconds() {
 			return ErrOutOfWindow
 		}
+	}
+	return nil
+}
+
+// check validates x against the series as committed so far.
+func (a *appender) check(s *memSeries, x sample) error {
+	if err := a.checkTime(x.t); err != nil {
+		return err
 	}
 	if x.t > s.lastT.Load() {
 		// In order: valid whatever happens until Commit, which re-checks.
@@ -201,27 +210,40 @@ func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x s
 		a.db.stats.reject(err)
 		return promstorage.SeriesRef(s.id), err
 	}
-	p := pendingSample{s: s, t: x.t, v: x.v}
-	if x.st != 0 || x.h != nil || x.fh != nil {
-		if x.h != nil || x.fh != nil {
-			a.nHists++
-		}
-		a.exts = append(a.exts, pendingExt{st: x.st, h: x.h, fh: x.fh})
-		p.ext = uint32(len(a.exts))
+	if x.st == 0 && x.h == nil && x.fh == nil {
+		a.addFloat(s, x.t, x.v)
+		return promstorage.SeriesRef(s.id), nil
 	}
+	p := pendingSample{s: s, t: x.t, v: x.v}
+	if x.h != nil || x.fh != nil {
+		a.nHists++
+	}
+	a.exts = append(a.exts, pendingExt{st: x.st, h: x.h, fh: x.fh})
+	p.ext = uint32(len(a.exts))
+	a.add(p, x.st)
+	return promstorage.SeriesRef(s.id), nil
+}
+
+// addFloat queues the validated float sample (t, v) without a start
+// timestamp for s.
+func (a *appender) addFloat(s *memSeries, t int64, v float64) {
+	a.add(pendingSample{s: s, t: t, v: v}, 0)
+}
+
+// add queues the validated sample p (start timestamp st) and, while the
+// batch is all floats, encodes its WAL entry: now, while the series is in
+// cache, rather than in a second pass over the batch in Commit.
+func (a *appender) add(p pendingSample, st int64) {
 	a.samples = append(a.samples, p)
-	a.mint, a.maxt = min(a.mint, x.t), max(a.maxt, x.t)
+	a.mint, a.maxt = min(a.mint, p.t), max(a.maxt, p.t)
 	if a.nHists == 0 {
-		// Encode the WAL entry now, while the series is in cache, rather
-		// than in a second pass over the batch in Commit.
 		if len(a.samples) == 1 {
 			a.wbuf, a.recStart = wal.BeginRecord(a.wbuf[:0])
 			a.wbuf = record.AppendCompactSamplesHeader(a.wbuf)
 			a.enc.Reset()
 		}
-		a.wbuf = a.enc.Append(a.wbuf, s.id, x.st, x.t, x.v)
+		a.wbuf = a.enc.Append(a.wbuf, p.s.id, st, p.t, p.v)
 	}
-	return promstorage.SeriesRef(s.id), nil
 }
 
 // sampleOf returns the sample p stands for.
@@ -244,6 +266,15 @@ func (a *appender) stOf(p *pendingSample) int64 {
 
 // Append adds a float sample.
 func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, t int64, v float64) (promstorage.SeriesRef, error) {
+	// The steady state of a scraper or remote-write sender: a cached ref
+	// of a live series and a sample newer than the series' last. What
+	// appendSample would decide for it, without its general steps.
+	if ref != 0 && !a.done {
+		if s := a.db.series.get(uint64(ref)); s != nil && t > s.lastT.Load() && a.checkTime(t) == nil {
+			a.addFloat(s, t, v)
+			return ref, nil
+		}
+	}
 	return a.appendSample(ref, ls, sample{t: t, v: v})
 }
 

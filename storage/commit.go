@@ -163,7 +163,7 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 	db := a.db
 	var oooFull []*memSeries
 	var applied uint64
-	lo, hi := a.partLo, a.partHi
+	lo, hi, spc := a.partLo, a.partHi, db.opts.SamplesPerChunk
 	for i := range a.samples {
 		p := &a.samples[i]
 		s := p.s
@@ -173,10 +173,15 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 			st, float = e.st, e.h == nil && e.fh == nil
 		}
 		s.mu.Lock()
-		if float && db.appendFloatFastLocked(s, st, p.t, p.v, lo, hi) {
-			s.mu.Unlock()
-			applied++
-			continue
+		if float {
+			if c := s.floatFastChunkLocked(p.t, lo, hi, spc); c != nil {
+				c.Append(st, p.t, p.v)
+				s.lastV = p.v
+				s.lastT.Store(p.t)
+				s.mu.Unlock()
+				applied++
+				continue
+			}
 		}
 		x := a.sampleOf(p)
 		err := db.checkLocked(s, x, false)

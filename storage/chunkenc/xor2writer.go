@@ -87,6 +87,9 @@ func (w *XOR2Writer) Init(initialCap int) {
 // Compact.
 func (w *XOR2Writer) Bytes() []byte { return w.buf[:(w.pos+7)/8] }
 
+// Size returns len(Bytes()).
+func (w *XOR2Writer) Size() int { return int(w.pos+7) / 8 }
+
 // NumSamples returns the number of samples appended.
 func (w *XOR2Writer) NumSamples() int { return int(w.n) }
 

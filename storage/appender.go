@@ -271,6 +271,15 @@ func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, t int64, 
 	// appendSample would decide for it, without its general steps.
 	if ref != 0 && !a.done {
 		if s := a.db.series.get(uint64(ref)); s != nil && t > s.lastT.Load() && a.checkTime(t) == nil {
+			if n := len(a.samples); n > 0 && n < cap(a.samples) && a.nHists == 0 {
+				// add's common case, in place: the record is open and
+				// the slice has room.
+				a.samples = a.samples[:n+1]
+				a.samples[n] = pendingSample{s: s, t: t, v: v}
+				a.mint, a.maxt = min(a.mint, t), max(a.maxt, t)
+				a.wbuf = a.enc.Append(a.wbuf, s.id, 0, t, v)
+				return ref, nil
+			}
 			a.addFloat(s, t, v)
 			return ref, nil
 		}

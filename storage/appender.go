@@ -63,13 +63,23 @@ type appender struct {
 	nowMs   int64
 	discard bool // AppendOptions.DiscardOutOfOrder
 
-	samples   []pendingSample
-	exts      []pendingExt
-	nHists    int
-	frame     []byte
-	exemplars []pendingExemplar
-	metas     []record.Metadata
-	done      bool
+	samples []pendingSample
+	exts    []pendingExt
+	nHists  int
+	frame   []byte
+	// wbuf holds the WAL record of samples, encoded as they are appended
+	// while the batch is all floats (nHists == 0): an open compact
+	// float-samples record whose header is at recStart, filled in by
+	// Commit. Once a histogram arrives Commit encodes the batch from
+	// samples instead and wbuf is ignored.
+	wbuf     []byte
+	recStart int
+	enc      record.SampleEncoder
+	// mint, maxt bound the timestamps of samples.
+	mint, maxt int64
+	exemplars  []pendingExemplar
+	metas      []record.Metadata
+	done       bool
 
 	// partLo, partHi bound the partition of the batch's newest sample
 	// [partLo, partHi), set by Commit for apply's fast path.
@@ -84,6 +94,7 @@ var appenderPool = sync.Pool{New: func() any { return &appender{} }}
 func (db *DB) newAppender(ctx context.Context) *appender {
 	a := appenderPool.Get().(*appender)
 	a.db, a.ctx, a.nowMs, a.discard, a.done = db, ctx, db.opts.Now().UnixMilli(), false, false
+	a.mint, a.maxt = maxInt64, minInt64
 	return a
 }
 
@@ -94,6 +105,7 @@ func (a *appender) release() {
 	clear(a.exts)
 	clear(a.exemplars)
 	a.samples, a.exts, a.exemplars, a.metas = a.samples[:0], a.exts[:0], a.exemplars[:0], a.metas[:0]
+	a.wbuf = a.wbuf[:0]
 	a.nHists = 0
 	a.db, a.ctx = nil, nil
 	appenderPool.Put(a)
@@ -146,18 +158,27 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	return s, nil
 }
 
-// check validates x against the series as committed so far.
-func (a *appender) check(s *memSeries, x sample) error {
-	if a.db.futureMs >= 0 && x.t > a.nowMs+a.db.futureMs {
+// checkTime validates t against the store's time bounds, whatever the
+// series: not too far in the future, not older than the retention.
+func (a *appender) checkTime(t int64) error {
+	if a.db.futureMs >= 0 && t > a.nowMs+a.db.futureMs {
 		return ErrTooFarInFuture
 	}
 	// A sample older than the store's retention would be dropped by the
 	// next retention pass: reject it whatever its series, so that a new
 	// series cannot bring back data from long ago (a 1970 timestamp).
 	if ret := a.db.opts.Retention; ret > 0 {
-		if maxT := a.db.maxT.Load(); maxT != minInt64 && x.t < maxT-ret.Milliseconds() {
+		if maxT := a.db.maxT.Load(); maxT != minInt64 && t < maxT-ret.Milliseconds() {
 			return ErrOutOfWindow
 		}
+	}
+	return nil
+}
+
+// check validates x against the series as committed so far.
+func (a *appender) check(s *memSeries, x sample) error {
+	if err := a.checkTime(x.t); err != nil {
+		return err
 	}
 	if x.t > s.lastT.Load() {
 		// In order: valid whatever happens until Commit, which re-checks.
@@ -189,16 +210,40 @@ func (a *appender) appendSample(ref promstorage.SeriesRef, ls labels.Labels, x s
 		a.db.stats.reject(err)
 		return promstorage.SeriesRef(s.id), err
 	}
-	p := pendingSample{s: s, t: x.t, v: x.v}
-	if x.st != 0 || x.h != nil || x.fh != nil {
-		if x.h != nil || x.fh != nil {
-			a.nHists++
-		}
-		a.exts = append(a.exts, pendingExt{st: x.st, h: x.h, fh: x.fh})
-		p.ext = uint32(len(a.exts))
+	if x.st == 0 && x.h == nil && x.fh == nil {
+		a.addFloat(s, x.t, x.v)
+		return promstorage.SeriesRef(s.id), nil
 	}
-	a.samples = append(a.samples, p)
+	p := pendingSample{s: s, t: x.t, v: x.v}
+	if x.h != nil || x.fh != nil {
+		a.nHists++
+	}
+	a.exts = append(a.exts, pendingExt{st: x.st, h: x.h, fh: x.fh})
+	p.ext = uint32(len(a.exts))
+	a.add(p, x.st)
 	return promstorage.SeriesRef(s.id), nil
+}
+
+// addFloat queues the validated float sample (t, v) without a start
+// timestamp for s.
+func (a *appender) addFloat(s *memSeries, t int64, v float64) {
+	a.add(pendingSample{s: s, t: t, v: v}, 0)
+}
+
+// add queues the validated sample p (start timestamp st) and, while the
+// batch is all floats, encodes its WAL entry: now, while the series is in
+// cache, rather than in a second pass over the batch in Commit.
+func (a *appender) add(p pendingSample, st int64) {
+	a.samples = append(a.samples, p)
+	a.mint, a.maxt = min(a.mint, p.t), max(a.maxt, p.t)
+	if a.nHists == 0 {
+		if len(a.samples) == 1 {
+			a.wbuf, a.recStart = wal.BeginRecord(a.wbuf[:0])
+			a.wbuf = record.AppendCompactSamplesHeader(a.wbuf)
+			a.enc.Reset()
+		}
+		a.wbuf = a.enc.Append(a.wbuf, p.s.id, st, p.t, p.v)
+	}
 }
 
 // sampleOf returns the sample p stands for.
@@ -221,6 +266,24 @@ func (a *appender) stOf(p *pendingSample) int64 {
 
 // Append adds a float sample.
 func (a *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, t int64, v float64) (promstorage.SeriesRef, error) {
+	// The steady state of a scraper or remote-write sender: a cached ref
+	// of a live series and a sample newer than the series' last. What
+	// appendSample would decide for it, without its general steps.
+	if ref != 0 && !a.done {
+		if s := a.db.series.get(uint64(ref)); s != nil && t > s.lastT.Load() && a.checkTime(t) == nil {
+			if n := len(a.samples); n > 0 && n < cap(a.samples) && a.nHists == 0 {
+				// add's common case, in place: the record is open and
+				// the slice has room.
+				a.samples = a.samples[:n+1]
+				a.samples[n] = pendingSample{s: s, t: t, v: v}
+				a.mint, a.maxt = min(a.mint, t), max(a.maxt, t)
+				a.wbuf = a.enc.Append(a.wbuf, s.id, 0, t, v)
+				return ref, nil
+			}
+			a.addFloat(s, t, v)
+			return ref, nil
+		}
+	}
 	return a.appendSample(ref, ls, sample{t: t, v: v})
 }
 

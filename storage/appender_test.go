@@ -321,3 +321,64 @@ func TestSealedSeriesDropsExt(t *testing.T) {
 		t.Fatalf("read back %d samples, want 130", n)
 	}
 }
+
+// TestCommitSeriesRuns commits a batch in which series repeat back to back,
+// as a remote-write request's time series with several samples do, with
+// runs that mix in-order samples (Commit's fast path), an out-of-order one
+// and a duplicate (its general path) and a start timestamp, and checks that
+// every sample lands as it would one commit at a time.
+func TestCommitSeriesRuns(t *testing.T) {
+	const min = int64(time.Minute / time.Millisecond)
+	a := labels.FromStrings("__name__", "m", "s", "a")
+	b := labels.FromStrings("__name__", "m", "s", "b")
+	db := openTestDB(t, testOptions())
+	mustAppend(t, db, a, 10*min, 10)
+	mustAppend(t, db, b, 10*min, 10)
+
+	app := db.Appender(context.Background())
+	appends := []struct {
+		ls   labels.Labels
+		t    int64
+		v    float64
+		st   int64
+		note string
+	}{
+		{a, 11 * min, 11, 0, "in order"},
+		{a, 12 * min, 12, 0, "in order"},
+		{a, 13 * min, 13, 0, "in order"},
+		{b, 11 * min, 11, 0, "in order"},
+		{b, 12 * min, 12, 0, "in order"},
+		{b, 12 * min, 99, 0, "duplicate of the previous, differing: rejected at commit"},
+		{b, 9 * min, 9, 0, "out of order within the window"},
+		{a, 14 * min, 14, 0, "in order, a again after b's run"},
+		{a, 15 * min, 15, 5 * min, "with a start timestamp"},
+	}
+	v2 := &appenderV2{app.(*appender)}
+	for _, x := range appends {
+		if _, err := v2.Append(0, x.ls, x.st, x.t, x.v, nil, nil, promstorage.AppendV2Options{}); err != nil {
+			t.Fatalf("append %s@%d (%s): %v", x.ls, x.t, x.note, err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	res := queryAll(t, db, 0, 100*min)
+	want := map[string][]got{
+		a.String(): {{T: 10 * min, V: 10}, {T: 11 * min, V: 11}, {T: 12 * min, V: 12}, {T: 13 * min, V: 13}, {T: 14 * min, V: 14}, {ST: 5 * min, T: 15 * min, V: 15}},
+		b.String(): {{T: 9 * min, V: 9}, {T: 10 * min, V: 10}, {T: 11 * min, V: 11}, {T: 12 * min, V: 12}},
+	}
+	for k, w := range want {
+		g := res[k]
+		if len(g) != len(w) {
+			t.Fatalf("%s: got %+v, want %+v", k, g, w)
+		}
+		for i := range w {
+			if g[i].T != w[i].T || g[i].ST != w[i].ST || !sameBits(g[i].V, w[i].V) {
+				t.Fatalf("%s: got %+v, want %+v", k, g, w)
+			}
+		}
+	}
+	if st := db.Stats(); st.SamplesRejected[RejectDuplicate] != 1 {
+		t.Fatalf("rejected = %v, want one duplicate", st.SamplesRejected)
+	}
+}

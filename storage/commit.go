@@ -44,15 +44,18 @@ func (a *appender) Commit() error {
 	}
 	cb := commitPool.Get().(*commitBuffers)
 	defer commitPool.Put(cb)
-	frame := cb.frame[:0]
-	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
-	if a.nHists == 0 {
+	var frame []byte
+	streamed := a.nHists == 0
+	if streamed {
+		// Append encoded the samples' record already (an all-float batch).
+		frame = a.wbuf
 		if len(a.samples) > 0 {
-			frame, mint, maxt = a.appendFloatRecord(frame, a.samples)
+			frame = wal.EndRecord(frame, a.recStart)
 		}
 	} else {
 		// Mixed batch: one record per run of equal type keeps the append
 		// order for replay.
+		frame = cb.frame[:0]
 		for i := 0; i < len(a.samples); {
 			vt := a.sampleOf(&a.samples[i]).valType()
 			j := i
@@ -61,15 +64,12 @@ func (a *appender) Commit() error {
 			}
 			run := a.samples[i:j]
 			if vt == chunkenc.ValFloat {
-				var lo, hi int64
-				frame, lo, hi = a.appendFloatRecord(frame, run)
-				mint, maxt = min(mint, lo), max(maxt, hi)
+				frame = a.appendFloatRecord(frame, run)
 			} else {
 				cb.hists = cb.hists[:0]
 				for k := range run {
 					x := a.sampleOf(&run[k])
 					cb.hists = append(cb.hists, record.Histogram{ID: run[k].s.id, ST: x.st, T: x.t, H: x.h, FH: x.fh})
-					mint, maxt = min(mint, x.t), max(maxt, x.t)
 				}
 				cb.rec = record.AppendHistograms(cb.rec[:0], cb.hists, vt == chunkenc.ValFloatHistogram)
 				frame = wal.AppendRecord(frame, cb.rec)
@@ -97,10 +97,15 @@ func (a *appender) Commit() error {
 			frame = wal.AppendRecord(frame, cb.rec)
 		}
 	}
-	cb.frame = frame
+	if streamed {
+		a.wbuf = frame // keep a grown buffer with the pooled appender
+	} else {
+		cb.frame = frame
+	}
 	if len(frame) == 0 {
 		return nil
 	}
+	mint, maxt := a.mint, a.maxt
 	a.partLo, a.partHi = 0, 0 // empty range: no fast path
 	if maxt != math.MinInt64 {
 		p := db.partOf(maxt)
@@ -139,20 +144,17 @@ func (a *appender) Commit() error {
 	return nil
 }
 
-// appendFloatRecord frames one float-samples WAL record for run (all float,
-// non-empty) onto frame, encoding in place in a single pass, and returns the
-// run's time range.
-func (a *appender) appendFloatRecord(frame []byte, run []pendingSample) (_ []byte, mint, maxt int64) {
-	mint, maxt = int64(math.MaxInt64), int64(math.MinInt64)
+// appendFloatRecord frames one compact float-samples WAL record for run
+// (all float, non-empty) onto frame, encoding in place in a single pass.
+func (a *appender) appendFloatRecord(frame []byte, run []pendingSample) []byte {
 	frame, start := wal.BeginRecord(frame)
-	base := run[0].t
-	frame = record.AppendSamplesHeader(frame, base)
+	frame = record.AppendCompactSamplesHeader(frame)
+	var enc record.SampleEncoder
 	for i := range run {
 		p := &run[i]
-		frame = record.AppendSample(frame, base, p.s.id, a.stOf(p), p.t, p.v)
-		mint, maxt = min(mint, p.t), max(maxt, p.t)
+		frame = enc.Append(frame, p.s.id, a.stOf(p), p.t, p.v)
 	}
-	return wal.EndRecord(frame, start), mint, maxt
+	return wal.EndRecord(frame, start)
 }
 
 // apply adds the appender's samples and exemplars to the head. It returns the
@@ -161,7 +163,7 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 	db := a.db
 	var oooFull []*memSeries
 	var applied uint64
-	lo, hi := a.partLo, a.partHi
+	lo, hi, spc := a.partLo, a.partHi, db.opts.SamplesPerChunk
 	for i := range a.samples {
 		p := &a.samples[i]
 		s := p.s
@@ -171,10 +173,15 @@ func (a *appender) apply(sealed []*memSeries) ([]*memSeries, []*memSeries) {
 			st, float = e.st, e.h == nil && e.fh == nil
 		}
 		s.mu.Lock()
-		if float && db.appendFloatFastLocked(s, st, p.t, p.v, lo, hi) {
-			s.mu.Unlock()
-			applied++
-			continue
+		if float {
+			if c := s.floatFastChunkLocked(p.t, lo, hi, spc); c != nil {
+				c.Append(st, p.t, p.v)
+				s.lastV = p.v
+				s.lastT.Store(p.t)
+				s.mu.Unlock()
+				applied++
+				continue
+			}
 		}
 		x := a.sampleOf(p)
 		err := db.checkLocked(s, x, false)

@@ -334,36 +334,31 @@ func (db *DB) appendLocked(s *memSeries, x sample) (sealed, ooo bool, err error)
 	return sealed, false, nil
 }
 
-// appendFloatFastLocked appends the float sample (st, t, v) to the series'
-// open float chunk when it is the common case: an in-order float sample following a float sample, in the
-// same partition [lo, hi) as the chunk's first sample, into a chunk that
-// needs no cut. It reports false, having changed nothing, when the general
-// path (checkLocked, appendLocked) must decide.
+// floatFastChunkLocked returns the series' open float chunk when the float
+// sample at t is the common case: in order, following a float sample, in
+// the same partition [lo, hi) as the chunk's first sample, into a chunk that
+// needs no cut (spc: Options.SamplesPerChunk). Appending to it (and setting
+// lastV and lastT) is then all there is to do; nil means the general path
+// (checkLocked, appendLocked) must decide.
 //
 // This is the per-sample cost of every scrape and remote-write batch, so it
 // avoids what the general path re-derives per sample: four partition
 // divisions (the caller computed lo and hi once per commit), the
 // duplicate/window checks (an in-order sample passes them by definition) and
-// the histogram bookkeeping.
-func (db *DB) appendFloatFastLocked(s *memSeries, st, t int64, v float64, lo, hi int64) bool {
+// the histogram bookkeeping. It is small enough to inline into Commit's loop.
+func (s *memSeries) floatFastChunkLocked(t, lo, hi int64, spc int) *headFloatChunk {
 	c, ok := s.chunk.(*headFloatChunk)
-	if !ok {
-		return false
-	}
 	// lo <= cmint <= lastT < t < hi: one partition, no Touch, no cut for it.
-	if s.cmint < lo || t >= hi || t <= s.lastT.Load() {
-		return false
+	if !ok || s.cmint < lo || t >= hi || t <= s.lastT.Load() {
+		return nil
 	}
 	if s.ext != nil && (s.ext.lastH != nil || s.ext.lastFH != nil) {
-		return false
+		return nil
 	}
-	if c.NumSamples() >= db.opts.SamplesPerChunk || len(c.Bytes()) >= chunkenc.MaxBytesPerXORChunkBeforeAppend {
-		return false
+	if c.NumSamples() >= spc || c.Size() >= chunkenc.MaxBytesPerXORChunkBeforeAppend {
+		return nil
 	}
-	c.Append(st, t, v)
-	s.lastV = v
-	s.lastT.Store(t)
-	return true
+	return c
 }
 
 func (db *DB) mustCut(s *memSeries, vt chunkenc.ValueType, t int64) bool {

@@ -65,7 +65,7 @@ func (db *DB) replay(ctx context.Context) error {
 				}
 				db.series.getOrCreate(s.ID)
 			}
-		case record.TypeSamples:
+		case record.TypeSamples, record.TypeSamplesCompact:
 			for _, x := range out.Samples {
 				add(x.ID, sample{st: x.ST, t: x.T, v: x.V})
 			}

@@ -8,6 +8,9 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/storage/internal/record"
 	"github.com/weftdb/weft/storage/internal/wal"
 )
 
@@ -27,7 +30,7 @@ func walSegments(tb testing.TB, dir string) []string {
 func TestOpenWALDamage(t *testing.T) {
 	open := func(dir string) (*DB, error) {
 		opts := testOptions()
-		opts.WALSegmentSize = 4 << 10
+		opts.WALSegmentSize = 1 << 10 // several segments for 20 series x 50 samples
 		return Open(context.Background(), dir, opts)
 	}
 	write := func(t *testing.T) string {
@@ -87,4 +90,75 @@ func TestOpenWALDamage(t *testing.T) {
 			t.Fatalf("open err = %v, want corruption in %s", err, filepath.Base(segs[1]))
 		}
 	})
+}
+
+// TestOpenReplaysEverySamplesRecord checks that a store replays float
+// samples from both record types: the legacy one (type 2, what commits wrote
+// before the compact record and what checkpoints write) and the compact one
+// (type 8), so stores written by earlier versions open with their data.
+func TestOpenReplaysEverySamplesRecord(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(context.Background(), dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := labels.FromStrings("__name__", "m", "i", "a"), labels.FromStrings("__name__", "m", "i", "b")
+	app := db.Appender(context.Background())
+	ra, err := app.Append(0, a, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := app.Append(0, b, 1000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Records as an earlier version (type 2) and this one (type 8) write
+	// them, appended to the newest segment.
+	var frame []byte
+	frame = wal.AppendRecord(frame, record.AppendSamples(nil, []record.Sample{
+		{ID: uint64(ra), T: 2000, V: 3}, {ID: uint64(rb), ST: 500, T: 2000, V: 4},
+	}))
+	frame = wal.AppendRecord(frame, record.AppendCompactSamples(nil, []record.Sample{
+		{ID: uint64(ra), T: 3000, V: 5}, {ID: uint64(rb), ST: 500, T: 3000, V: 6},
+	}))
+	segs := walSegments(t, dir)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(context.Background(), dir, testOptions())
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db.Close()
+	res := queryAll(t, db, 0, 10_000)
+	want := map[string][]got{
+		a.String(): {{T: 1000, V: 1}, {T: 2000, V: 3}, {T: 3000, V: 5}},
+		b.String(): {{T: 1000, V: 2}, {ST: 500, T: 2000, V: 4}, {ST: 500, T: 3000, V: 6}},
+	}
+	for k, w := range want {
+		g := res[k]
+		if len(g) != len(w) {
+			t.Fatalf("%s: got %+v, want %+v", k, g, w)
+		}
+		for i := range w {
+			if g[i].T != w[i].T || g[i].ST != w[i].ST || !sameBits(g[i].V, w[i].V) {
+				t.Fatalf("%s: got %+v, want %+v", k, g, w)
+			}
+		}
+	}
 }

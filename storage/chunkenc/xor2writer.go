@@ -22,9 +22,13 @@ import (
 // stores them as one 64-bit big-endian word, and sizes its buffer from the
 // bytes per sample seen so far instead of doubling from a small start.
 //
-// Bytes is a valid chunk after every Append (sample count included), so a
-// reader holding the owner's lock may copy it at any time. Not safe for
-// concurrent use; the owner serialises Append, Bytes and Compact.
+// Bytes returns a valid chunk after every Append, so a reader holding the
+// owner's lock may copy it at any time. Append does not store the sample
+// count in the chunk header; Bytes and Compact do, so that a sample costs no
+// store to the header's cache line (on a head with many series, a miss per
+// sample when the chunk is longer than a line). Not safe for concurrent use,
+// Bytes included (it writes the header); the owner serialises Append, Bytes,
+// Size, NumSamples and Compact.
 type XOR2Writer struct {
 	// buf holds the chunk in its first (pos+7)/8 bytes; every bit after
 	// pos is zero, so a write ORs into the partial last byte unmasked.
@@ -38,7 +42,7 @@ type XOR2Writer struct {
 	// many series.
 	tail byte
 
-	n               uint16 // samples so far (also in buf[0:2])
+	n               uint16 // samples so far (stored in buf[0:2] by Bytes and Compact)
 	firstSTChangeOn uint16
 
 	st, t  int64
@@ -82,10 +86,16 @@ func (w *XOR2Writer) Init(initialCap int) {
 	w.buf = make([]byte, max(initialCap, xor2HeaderSize+xor2SampleRoom))
 }
 
-// Bytes returns the chunk: Prometheus XOR2 bytes including the header. The
-// slice aliases the writer's buffer and is valid until the next Append or
-// Compact.
-func (w *XOR2Writer) Bytes() []byte { return w.buf[:(w.pos+7)/8] }
+// Bytes returns the chunk: Prometheus XOR2 bytes including the header,
+// which it brings up to date. The slice aliases the writer's buffer and is
+// valid until the next Append or Compact.
+func (w *XOR2Writer) Bytes() []byte {
+	binary.BigEndian.PutUint16(w.buf, w.n)
+	return w.buf[:(w.pos+7)/8]
+}
+
+// Size returns len(Bytes()).
+func (w *XOR2Writer) Size() int { return int(w.pos+7) / 8 }
 
 // NumSamples returns the number of samples appended.
 func (w *XOR2Writer) NumSamples() int { return int(w.n) }
@@ -94,6 +104,7 @@ func (w *XOR2Writer) NumSamples() int { return int(w.n) }
 // chunk into a buffer of its size, for a chunk that will take no more
 // samples. The writer may still be appended to afterwards.
 func (w *XOR2Writer) Compact() {
+	binary.BigEndian.PutUint16(w.buf, w.n)
 	if l := int(w.pos+7) / 8; len(w.buf) > l+32 {
 		w.buf = append(make([]byte, 0, l), w.buf[:l]...)
 	}
@@ -244,7 +255,6 @@ func (w *XOR2Writer) Append(st, t int64, v float64) {
 		w.v = vb
 	}
 	w.n++
-	binary.BigEndian.PutUint16(w.buf, w.n)
 }
 
 // putJoint writes the joint timestamp/value control sequence of a sample

@@ -27,6 +27,10 @@ const (
 	TypeExemplars       Type = 5
 	TypeMetadata        Type = 6
 	TypeTombstones      Type = 7
+	// TypeSamplesCompact is the float-samples record commits write (see
+	// SampleEncoder); TypeSamples is still written by checkpoints and read
+	// from WALs of earlier versions.
+	TypeSamplesCompact Type = 8
 )
 
 // ErrCorrupt is wrapped by every decode error.
@@ -102,34 +106,6 @@ func AppendSeries(b []byte, ss []Series) []byte {
 		b = appendLabels(b, s.Labels)
 	}
 	return b
-}
-
-// AppendSamplesHeader starts a float-samples record whose timestamps are
-// stored relative to base; AppendSample then adds entries one by one. With
-// base = the first entry's T the result is exactly AppendSamples'.
-func AppendSamplesHeader(b []byte, base int64) []byte {
-	b = append(b, byte(TypeSamples))
-	return binary.AppendVarint(b, base)
-}
-
-// AppendSample appends one entry of a float-samples record started with
-// AppendSamplesHeader(b, base).
-//
-// It is the per-sample step of every commit, so it makes room once and
-// writes into it rather than appending field by field.
-func AppendSample(b []byte, base int64, id uint64, st, t int64, v float64) []byte {
-	// Three varints of at most 10 bytes and the 8-byte value.
-	const maxEntry = 3*binary.MaxVarintLen64 + 8
-	n := len(b)
-	if cap(b)-n < maxEntry {
-		b = append(b, make([]byte, maxEntry+n)...)
-	}
-	e := b[n : n+maxEntry]
-	k := binary.PutUvarint(e, id)
-	k += binary.PutVarint(e[k:], st)
-	k += binary.PutVarint(e[k:], t-base)
-	binary.BigEndian.PutUint64(e[k:], math.Float64bits(v))
-	return b[:n+k+8]
 }
 
 // AppendSamples encodes a float samples record. Timestamps are stored as
@@ -465,6 +441,10 @@ func (d *Decoder) Decode(rec []byte, out *Decoded) error {
 	}
 	d.b, d.err = rec[1:], nil
 	out.Type = Type(rec[0])
+	if out.Type == TypeSamplesCompact {
+		out.Samples = d.compactSamples(out.Samples)
+		return d.err
+	}
 	var base int64
 	if out.Type == TypeSamples && len(d.b) > 0 {
 		base = d.varint()

@@ -66,6 +66,7 @@ func TestRoundTrip(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(AppendSamples(nil, []Sample{{ID: 1, T: 2, V: 3}}))
+	f.Add(AppendCompactSamples(nil, []Sample{{ID: 1, T: 2, V: 3}, {ID: 2, ST: 1, T: 2, V: 4}}))
 	f.Add(AppendSeries(nil, []Series{{Kind: 1, ID: 7, Labels: labels.FromStrings("a", "b")}}))
 	f.Add(AppendHistograms(nil, []Histogram{{ID: 3, T: 4, H: &histogram.Histogram{Count: 1, PositiveSpans: []histogram.Span{{Length: 1}}, PositiveBuckets: []int64{1}}}}, false))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -73,31 +74,4 @@ func FuzzDecode(f *testing.F) {
 		var out Decoded
 		_ = d.Decode(b, &out)
 	})
-}
-
-// TestAppendSampleMatchesAppendSamples checks that the streaming encoder
-// (AppendSamplesHeader + AppendSample) writes exactly AppendSamples' bytes,
-// so the WAL format does not depend on which one Commit uses.
-func TestAppendSampleMatchesAppendSamples(t *testing.T) {
-	cases := []struct {
-		name string
-		ss   []Sample
-	}{
-		{"one", []Sample{{ID: 1, T: 1000, V: 1}}},
-		{"many", []Sample{{ID: 9000, ST: 500, T: 60_000, V: -2.5}, {ID: 3, T: 59_000, V: math.NaN()}, {ID: 1 << 40, ST: -7, T: 61_000, V: math.Inf(1)}}},
-		{"negative times", []Sample{{ID: 2, T: -5, V: 0}, {ID: 4, T: math.MinInt64 / 2, V: 1e300}}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			want := AppendSamples([]byte("x"), c.ss)
-			base := c.ss[0].T
-			got := AppendSamplesHeader([]byte("x"), base)
-			for _, s := range c.ss {
-				got = AppendSample(got, base, s.ID, s.ST, s.T, s.V)
-			}
-			if string(got) != string(want) {
-				t.Fatalf("streaming encoding differs:\n got %x\nwant %x", got, want)
-			}
-		})
-	}
 }

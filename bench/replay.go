@@ -321,11 +321,8 @@ func (r *Replayer) FindMaxRate(ctx context.Context, so StepOptions) MaxRate {
 		st := r.Run(ctx, Limits{Rate: rate, Until: time.Now().Add(so.StepDuration)})
 		res.Total.merge(st)
 		sr := StepResult{Offered: rate, Achieved: st.SamplesPerSecond(), MaxLagS: st.MaxLag.Seconds(), EndLagS: st.EndLag.Seconds(), Rejection: st.Rejections}
-		// Sustained: nothing refused, the last sends left on schedule, and
-		// the acknowledged rate kept up (a stall shows as latency, not lag,
-		// when it hits the last requests of a step).
-		ranOut := st.Remaining == 0
-		sr.Sustained = st.Rejections == 0 && st.EndLag <= so.MaxLag && (ranOut || sr.Achieved >= minAchieved*rate)
+		var counts bool
+		sr.Sustained, counts = judgeStep(st, rate, so)
 		res.Steps = append(res.Steps, sr)
 		if !sr.Sustained {
 			if res.Max > 0 {
@@ -335,8 +332,7 @@ func (r *Replayer) FindMaxRate(ctx context.Context, so StepOptions) MaxRate {
 			rate /= 2
 			continue
 		}
-		// A step that ran out of payloads early says little about the rate.
-		if st.Remaining > 0 || st.Wall >= so.StepDuration/2 {
+		if counts {
 			res.Max = max(res.Max, rate)
 		}
 		rate *= so.Factor
@@ -346,6 +342,21 @@ func (r *Replayer) FindMaxRate(ctx context.Context, so StepOptions) MaxRate {
 		res.Total.merge(res.Drain)
 	}
 	return res
+}
+
+// judgeStep says whether a step offered at rate was sustained: nothing
+// refused, the last sends left on schedule, and the acknowledged rate kept
+// up (a stall shows as latency, not lag, when it hits the last requests of
+// a step). A step that ran out of payloads before half its duration says
+// little about the rate: it is not held against the target, and does not
+// count as reached (counts false). A longer one that ran out is judged like
+// any other: its lag had less time to grow, but its acknowledged rate is as
+// telling.
+func judgeStep(st SendStats, rate float64, so StepOptions) (sustained, counts bool) {
+	short := st.Remaining == 0 && st.Wall < so.StepDuration/2
+	sustained = st.Rejections == 0 && st.EndLag <= so.MaxLag &&
+		(short || st.SamplesPerSecond() >= minAchieved*rate)
+	return sustained, sustained && !short
 }
 
 // Percentile returns the q-quantile (0..1) of ds by nearest rank.

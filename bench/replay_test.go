@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
@@ -117,6 +118,34 @@ func TestReplayer(t *testing.T) {
 			}
 			if r.Left() != 0 {
 				t.Errorf("%d payloads left", r.Left())
+			}
+		})
+	}
+}
+
+func TestJudgeStep(t *testing.T) {
+	so := StepOptions{StepDuration: 3 * time.Second, MaxLag: time.Second}
+	const rate = 1_000_000
+	for _, tc := range []struct {
+		name              string
+		st                SendStats
+		sustained, counts bool
+	}{
+		{"kept up", SendStats{AcceptedSamples: 3_000_000, Wall: 3 * time.Second, Remaining: 5}, true, true},
+		{"fell behind", SendStats{AcceptedSamples: 2_000_000, Wall: 3 * time.Second, Remaining: 5}, false, false},
+		{"lagging", SendStats{AcceptedSamples: 3_000_000, Wall: 3 * time.Second, EndLag: 2 * time.Second, Remaining: 5}, false, false},
+		{"refused", SendStats{AcceptedSamples: 3_000_000, Wall: 3 * time.Second, Rejections: 1, Remaining: 5}, false, false},
+		// Ran out after 2.4 s having acknowledged 71% of the offer: the
+		// lag had not reached 1 s yet, but the rate was not sustained.
+		{"ran out behind", SendStats{AcceptedSamples: 1_700_000, Wall: 2400 * time.Millisecond, EndLag: 800 * time.Millisecond}, false, false},
+		{"ran out keeping up", SendStats{AcceptedSamples: 2_400_000, Wall: 2400 * time.Millisecond}, true, true},
+		// Ran out after 0.3 s: too short to tell either way.
+		{"ran out at once", SendStats{AcceptedSamples: 100_000, Wall: 300 * time.Millisecond}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := judgeStep(tc.st, rate, so)
+			if s != tc.sustained || c != tc.counts {
+				t.Errorf("judgeStep = (%v, %v), want (%v, %v)", s, c, tc.sustained, tc.counts)
 			}
 		})
 	}

@@ -367,17 +367,7 @@ func TestCommitSeriesRuns(t *testing.T) {
 		a.String(): {{T: 10 * min, V: 10}, {T: 11 * min, V: 11}, {T: 12 * min, V: 12}, {T: 13 * min, V: 13}, {T: 14 * min, V: 14}, {ST: 5 * min, T: 15 * min, V: 15}},
 		b.String(): {{T: 9 * min, V: 9}, {T: 10 * min, V: 10}, {T: 11 * min, V: 11}, {T: 12 * min, V: 12}},
 	}
-	for k, w := range want {
-		g := res[k]
-		if len(g) != len(w) {
-			t.Fatalf("%s: got %+v, want %+v", k, g, w)
-		}
-		for i := range w {
-			if g[i].T != w[i].T || g[i].ST != w[i].ST || !sameBits(g[i].V, w[i].V) {
-				t.Fatalf("%s: got %+v, want %+v", k, g, w)
-			}
-		}
-	}
+	requireSamples(t, res, want)
 	if st := db.Stats(); st.SamplesRejected[RejectDuplicate] != 1 {
 		t.Fatalf("rejected = %v, want one duplicate", st.SamplesRejected)
 	}

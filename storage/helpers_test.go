@@ -63,6 +63,23 @@ func queryAll(tb testing.TB, db *DB, mint, maxt int64, ms ...*labels.Matcher) ma
 
 func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
+// requireSamples fails unless every series of want has exactly its float
+// samples (start timestamps and value bits included) in res.
+func requireSamples(tb testing.TB, res, want map[string][]got) {
+	tb.Helper()
+	for k, w := range want {
+		g := res[k]
+		if len(g) != len(w) {
+			tb.Fatalf("%s: got %+v, want %+v", k, g, w)
+		}
+		for i := range w {
+			if g[i].T != w[i].T || g[i].ST != w[i].ST || !sameBits(g[i].V, w[i].V) {
+				tb.Fatalf("%s: got %+v, want %+v", k, g, w)
+			}
+		}
+	}
+}
+
 func mustAppend(tb testing.TB, db *DB, ls labels.Labels, t int64, v float64) {
 	tb.Helper()
 	app := db.Appender(context.Background())

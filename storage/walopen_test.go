@@ -150,15 +150,5 @@ func TestOpenReplaysEverySamplesRecord(t *testing.T) {
 		a.String(): {{T: 1000, V: 1}, {T: 2000, V: 3}, {T: 3000, V: 5}},
 		b.String(): {{T: 1000, V: 2}, {ST: 500, T: 2000, V: 4}, {ST: 500, T: 3000, V: 6}},
 	}
-	for k, w := range want {
-		g := res[k]
-		if len(g) != len(w) {
-			t.Fatalf("%s: got %+v, want %+v", k, g, w)
-		}
-		for i := range w {
-			if g[i].T != w[i].T || g[i].ST != w[i].ST || !sameBits(g[i].V, w[i].V) {
-				t.Fatalf("%s: got %+v, want %+v", k, g, w)
-			}
-		}
-	}
+	requireSamples(t, res, want)
 }

@@ -2,10 +2,13 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -150,19 +153,9 @@ func FuzzJSONCodec(f *testing.F) {
 	})
 }
 
-// BenchmarkJSONCodec encodes an instant vector of 100k GPU series, the
-// size of weft-bench's power_by_pod answer, with each codec.
+// BenchmarkJSONCodec encodes benchAnswer with each codec.
 func BenchmarkJSONCodec(b *testing.B) {
-	v := make(promql.Vector, 100_000)
-	for i := range v {
-		v[i] = promql.Sample{
-			Metric: labels.FromStrings("__name__", "DCGM_FI_DEV_POWER_USAGE", "Hostname", "node-01234", "UUID", "GPU-5a7e3c1d-1234-5678-9abc-def012345678",
-				"gpu", "3", "model", "llama-3-70b", "modelName", "NVIDIA H100 80GB HBM3", "namespace", "team-4", "pod", "run-r123-rank-7",
-				"rank", "7", "run_id", "r123", "team", "pretrain", "tenant", "acme"),
-			T: 1796072925123, F: 312.25 + float64(i%100),
-		}
-	}
-	resp := &v1.Response{Status: "success", Data: &v1.QueryData{ResultType: parser.ValueTypeVector, Result: v}}
+	resp := benchAnswer()
 	for _, c := range []struct {
 		name  string
 		codec v1.Codec
@@ -177,4 +170,55 @@ func BenchmarkJSONCodec(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAnswerGzip compresses that answer at Prometheus' level
+// (gzip's default) and at weft's (BestSpeed, fastGzip), reporting the
+// compressed size beside the time.
+func BenchmarkAnswerGzip(b *testing.B) {
+	answer, err := jsonCodec{}.Encode(benchAnswer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		level int
+	}{{"default", gzip.DefaultCompression}, {"best_speed", gzip.BestSpeed}} {
+		b.Run(c.name, func(b *testing.B) {
+			var out bytes.Buffer
+			zw, err := gzip.NewWriterLevel(&out, c.level)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				out.Reset()
+				zw.Reset(&out)
+				if _, err := zw.Write(answer); err != nil {
+					b.Fatal(err)
+				}
+				if err := zw.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(answer)))
+			b.ReportMetric(float64(out.Len())/float64(len(answer)), "compressed/raw")
+		})
+	}
+}
+
+// benchAnswer is an instant vector of 100k GPU series, the size of
+// weft-bench's power_by_pod answer.
+func benchAnswer() *v1.Response {
+	v := make(promql.Vector, 100_000)
+	for i := range v {
+		v[i] = promql.Sample{
+			Metric: labels.FromStrings("__name__", "DCGM_FI_DEV_POWER_USAGE", "Hostname", fmt.Sprintf("node-%05d", i/8),
+				"UUID", fmt.Sprintf("GPU-%08x-1234-5678-9abc-%012x", i*7919, i*104729),
+				"gpu", strconv.Itoa(i%8), "model", "llama-3-70b", "modelName", "NVIDIA H100 80GB HBM3", "namespace", fmt.Sprintf("team-%d", i%9),
+				"pod", fmt.Sprintf("run-r%d-rank-%d", i/64, i%64), "rank", strconv.Itoa(i%64), "run_id", fmt.Sprintf("r%d", i/64),
+				"team", "pretrain", "tenant", "acme"),
+			T: 1796072925123, F: 312.25 + float64(i%100),
+		}
+	}
+	return &v1.Response{Status: "success", Data: &v1.QueryData{ResultType: parser.ValueTypeVector, Result: v}}
 }

@@ -10,9 +10,9 @@ import (
 
 // fastGzip gzips the Prometheus API's responses at gzip.BestSpeed for
 // clients that accept gzip, in place of the default level Prometheus'
-// handler compresses them at. A /series or instant-vector answer of 100k
-// series is about 50 MB of JSON: the default level costs some 90 ms of
-// CPU on it, BestSpeed half that, for an answer about 20% larger. The
+// handler compresses them at. An instant-vector answer of 100k GPU series
+// is about 33 MB of JSON: the default level takes 61 ms on it, BestSpeed
+// 35 ms, for a compressed answer 26% larger (BenchmarkAnswerGzip). The
 // wrapped handler sees no Accept-Encoding, so it does not compress again.
 // Remote read (its own snappy framing) is passed through.
 func fastGzip(next http.Handler) http.Handler {

@@ -23,6 +23,17 @@ type source interface {
 	Close() error
 }
 
+// windowed is implemented by a source with figures computed between two
+// collections (NVML GPM's profiling metrics): -once then collects twice,
+// onceWindow apart, and prints the second.
+type windowed interface {
+	NeedsWindow() bool
+}
+
+// onceWindow is the span between the two collections of -once on a GPU with
+// GPM: well above NVML's 100 ms counter refresh, short enough for a check.
+const onceWindow = time.Second
+
 // Agent ties a source to the exporters. New → Start → Stop, or Run.
 type Agent struct {
 	opts   Options
@@ -55,6 +66,9 @@ type Agent struct {
 
 	// Stdout receives the Once output (default os.Stdout).
 	Stdout io.Writer
+	// onceWindow is the wait between the two collections of -once when the
+	// source is windowed (tests shorten it).
+	onceWindow time.Duration
 }
 
 func (o *Options) fill() {
@@ -110,7 +124,7 @@ func newAgent(opts Options, src source) (*Agent, error) {
 		return nil, err
 	}
 	log := discardLogger(opts.Logger)
-	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout}
+	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout, onceWindow: onceWindow}
 	a.reg = NewRegistry(opts.RegistrationTTL, nil)
 	a.pods = NewPodResources(opts.PodResourcesSocket)
 	a.work = NewWorkloads(opts.ProcRoot, a.reg, a.pods, log)
@@ -360,6 +374,13 @@ func (a *Agent) run(ctx context.Context) error {
 	if a.opts.Once {
 		defer a.src.Close()
 		series := a.CollectOnce(ctx)
+		if w, ok := a.src.(windowed); ok && w.NeedsWindow() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(a.onceWindow):
+				series = a.CollectOnce(ctx)
+			}
+		}
 		return writeOnce(a.Stdout, a.opts.Output, series)
 	}
 	if err := a.Start(ctx); err != nil {

@@ -63,7 +63,7 @@ func (r *Renderer) Render(snap Snapshot) []Series {
 		if r.Attr != nil {
 			gpuCtx, perPID = r.Attr.Attribute(g.Info, g.PIDs())
 		}
-		base := r.gpuLabels(g.Info, gpuCtx)
+		base := r.seriesLabels(g.Info, gpuCtx)
 		failed := 0.0
 		if g.Failed {
 			failed = 1
@@ -93,7 +93,7 @@ func (r *Renderer) Render(snap Snapshot) []Series {
 				if mctx, ok := migByGI[labelValue(s.Labels, "GPU_I_ID")]; ok {
 					ctx = mergeContext(pctx, mctx)
 				}
-				out = append(out, r.series(s.Def, r.gpuLabels(g.Info, ctx), append(pid, s.Labels...), s.Value))
+				out = append(out, r.series(s.Def, r.seriesLabels(g.Info, ctx), append(pid, s.Labels...), s.Value))
 			}
 		}
 	}
@@ -139,7 +139,23 @@ func compareLabels(a, b []Label) int {
 	return len(a) - len(b)
 }
 
-// gpuLabels returns the identity and context labels of a GPU.
+// driverVersionLabel is the label dcgm-exporter puts on every GPU series
+// (DCGM_FI_DRIVER_VERSION, a "label" row of its default counters).
+const driverVersionLabel = "DCGM_FI_DRIVER_VERSION"
+
+// seriesLabels returns the labels of a GPU's metric series: gpuLabels plus,
+// under dcgm naming, the driver version as dcgm-exporter labels it. OTel's
+// conventions have no attribute for it, so OTel naming leaves it out.
+func (r *Renderer) seriesLabels(g GPUInfo, ctx Context) []Label {
+	l := r.gpuLabels(g, ctx)
+	if r.Naming != NamingOTel && g.DriverVersion != "" {
+		l = append(l, Label{driverVersionLabel, g.DriverVersion})
+	}
+	return l
+}
+
+// gpuLabels returns the identity and context labels of a GPU (event log
+// streams use these as they are).
 func (r *Renderer) gpuLabels(g GPUInfo, ctx Context) []Label {
 	var l []Label
 	dev := "nvidia" + strconv.Itoa(g.Minor)

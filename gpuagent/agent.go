@@ -53,6 +53,10 @@ type Agent struct {
 	mu   sync.Mutex // guards last
 	last []Series
 
+	// instance is the instance label of pushed series; set by newAgent and
+	// by Start (the bound port), before the loops start.
+	instance []Label
+
 	// collectMu serialises the users of src and work (not safe for
 	// concurrent use): collections and event rendering.
 	collectMu sync.Mutex
@@ -125,6 +129,7 @@ func newAgent(opts Options, src source) (*Agent, error) {
 	}
 	log := discardLogger(opts.Logger)
 	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout, onceWindow: onceWindow}
+	a.setInstance(opts.ListenAddr)
 	a.reg = NewRegistry(opts.RegistrationTTL, nil)
 	a.pods = NewPodResources(opts.PodResourcesSocket)
 	a.work = NewWorkloads(opts.ProcRoot, a.reg, a.pods, log)
@@ -196,7 +201,7 @@ func (a *Agent) CollectOnce(ctx context.Context) []Series {
 	a.last = series
 	a.mu.Unlock()
 	if a.queue != nil {
-		if data, err := EncodeRW2(series, snap.Time); err != nil {
+		if data, err := EncodeRW2Labels(series, snap.Time, a.instance); err != nil {
 			a.log.Error("encode_remote_write_failed", "err", err)
 		} else if err := a.queue.Push(data); err != nil {
 			a.log.Error("queue_push_failed", "err", err)
@@ -216,6 +221,7 @@ func (a *Agent) Start(ctx context.Context) error {
 			return fmt.Errorf("listen %s: %w", a.opts.ListenAddr, err)
 		}
 		a.ln = ln
+		a.setInstance(ln.Addr().String())
 		a.srv = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		a.wg.Add(1)
 		go func() {
@@ -245,6 +251,16 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.loop(ctx)
 	}()
 	return nil
+}
+
+// setInstance sets the instance label from Options.Instance or, when that
+// is empty, from the address the listener is (to be) bound to.
+func (a *Agent) setInstance(listenAddr string) {
+	v := a.opts.Instance
+	if v == "" {
+		v = defaultInstance(listenAddr, a.opts.Hostname)
+	}
+	a.instance = []Label{{instanceLabel, v}}
 }
 
 // Addr returns the bound listener address, or "".

@@ -120,6 +120,18 @@ func TestAgentEndToEnd(t *testing.T) {
 	if !found {
 		t.Error("remote-written GPU 0 utilization lacks its workload context")
 	}
+	// Pushed series carry instance as a scrape of the agent would name it
+	// (loopback listener: the hostname and the bound port); /metrics does
+	// not, a scraper adds its own.
+	_, port, _ := strings.Cut(a.Addr(), ":")
+	for _, s := range rw.samples() {
+		if s.labels["instance"] != "node-1:"+port {
+			t.Fatalf("pushed %s has instance %q, want node-1:%s", s.labels["__name__"], s.labels["instance"], port)
+		}
+	}
+	if strings.Contains(body, "instance=") {
+		t.Error("/metrics carries an instance label")
+	}
 
 	// A training process registers its context over HTTP.
 	resp, err := http.Post(base+"/v1/register", "application/json", bytes.NewBufferString(`{"pid":1007,"run_id":"reg-run","model":"gpt-neo"}`))

@@ -42,6 +42,12 @@ type Options struct {
 	QueueMaxBytes int64
 	// Hostname is the Hostname label. Default os.Hostname().
 	Hostname string
+	// Instance is the instance label of remote-written series, the label a
+	// Prometheus scrape of dcgm-exporter would give them. Default: the
+	// listener's host:port as a scrape would address it, see
+	// defaultInstance ("<Hostname>:9400" with the default -listen-addr).
+	// /metrics never carries it: a scraper adds its own.
+	Instance string
 	// Once runs one collection, writes it to Stdout in Output format and
 	// returns.
 	Once bool

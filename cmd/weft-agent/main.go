@@ -33,6 +33,7 @@ func newFlagSet(opts *gpuagent.Options) (*flag.FlagSet, cliFlags) {
 	fs.StringVar(&opts.QueueDir, "queue-dir", opts.QueueDir, "directory of the on-disk remote-write queue")
 	fs.Int64Var(&opts.QueueMaxBytes, "queue-max-bytes", opts.QueueMaxBytes, "byte cap of the queue; oldest requests are dropped beyond it")
 	fs.StringVar(&opts.Hostname, "hostname", "", "Hostname label (default: the OS hostname)")
+	fs.StringVar(&opts.Instance, "instance", "", "instance label of remote-written series (default: <hostname>:<port of -listen-addr>, as a Prometheus scrape would name it)")
 	fs.BoolVar(&opts.Once, "once", false, "collect once, print to stdout and exit")
 	fs.StringVar(&opts.Output, "output", opts.Output, "output of -once: text or json")
 	fs.StringVar(&opts.ProcRoot, "proc-root", opts.ProcRoot, "proc filesystem to read process cgroups and environments from")

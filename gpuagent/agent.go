@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,9 @@ func (o *Options) validate() error {
 	if o.Output != "text" && o.Output != "json" {
 		return fmt.Errorf("unknown output %q (want text or json)", o.Output)
 	}
+	if err := o.Client.validate(); err != nil {
+		return fmt.Errorf("client options: %w", err)
+	}
 	return nil
 }
 
@@ -134,16 +138,30 @@ func newAgent(opts Options, src source) (*Agent, error) {
 	a.pods = NewPodResources(opts.PodResourcesSocket)
 	a.work = NewWorkloads(opts.ProcRoot, a.reg, a.pods, log)
 	a.render = &Renderer{Naming: opts.Naming, Hostname: opts.Hostname, Attr: a.work}
-	if opts.RemoteWriteURL != "" && !opts.Once {
+	pushRW := opts.RemoteWriteURL != "" && !opts.Once
+	if !pushRW && opts.LokiURL == "" {
+		return a, nil
+	}
+	rt, err := newPushTransport(opts.Client)
+	if err != nil {
+		return nil, fmt.Errorf("client options: %w", err)
+	}
+	for _, u := range []string{opts.RemoteWriteURL, opts.LokiURL} {
+		if opts.Client.credentials() && strings.HasPrefix(u, "http://") {
+			log.Warn("credentials_sent_without_tls: use an https:// URL so they are not readable on the wire", "url", u)
+		}
+	}
+	if pushRW {
 		q, err := OpenQueue(opts.QueueDir, opts.QueueMaxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("open queue: %w", err)
 		}
 		a.queue = q
-		a.sender = NewSender(q, SenderOptions{URL: opts.RemoteWriteURL, Logger: log})
+		a.sender = NewSender(q, SenderOptions{URL: opts.RemoteWriteURL, Logger: log,
+			Client: &http.Client{Transport: rt, Timeout: remoteWriteTimeout}})
 	}
 	if opts.LokiURL != "" {
-		a.loki = NewLokiPusher(opts.LokiURL, nil)
+		a.loki = NewLokiPusher(opts.LokiURL, &http.Client{Transport: rt, Timeout: lokiPushTimeout})
 		a.lokiCh = make(chan EventLine, eventBufferLoki)
 	}
 	return a, nil

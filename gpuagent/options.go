@@ -27,6 +27,9 @@ type Options struct {
 	// LokiURL is the base URL of a Loki push receiver; events go to
 	// <LokiURL>/loki/api/v1/push. Empty disables event logs.
 	LokiURL string
+	// Client is the tenant, TLS and credentials of both pushes. The zero
+	// value is plain HTTP without credentials.
+	Client ClientOptions
 	// ListenAddr serves /metrics and /v1/register. Default ":9400"
 	// (dcgm-exporter's port). Empty disables the listener.
 	ListenAddr string

@@ -113,7 +113,7 @@ func RW2ToRW1(data []byte) ([]byte, error) {
 // SenderOptions configures a Sender.
 type SenderOptions struct {
 	URL     string
-	Client  *http.Client  // nil: a client with a 30 s timeout
+	Client  *http.Client  // nil: plain HTTP with remoteWriteTimeout
 	MinWait time.Duration // first retry delay, default 500ms
 	MaxWait time.Duration // retry delay cap, default 30s
 	Logger  *slog.Logger
@@ -136,7 +136,7 @@ type Sender struct {
 // NewSender returns a sender for q.
 func NewSender(q *Queue, opts SenderOptions) *Sender {
 	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 30 * time.Second}
+		opts.Client = &http.Client{Timeout: remoteWriteTimeout}
 	}
 	if opts.MinWait <= 0 {
 		opts.MinWait = 500 * time.Millisecond

@@ -117,9 +117,15 @@ func mergeContext(a, b Context) Context {
 	return out
 }
 
-// SortSeries orders series by name, then labels.
+// otelDirection maps the agent's direction values to OTel's
+// network.io.direction values.
+var otelDirection = map[string]string{"tx": "transmit", "rx": "receive"}
+
+// SortSeries orders series by name, then labels. Series are unique by name
+// and labels, so the order is total and an unstable sort gives the same
+// result as a stable one, at a fraction of the cost on ~1,500 series.
 func SortSeries(s []Series) {
-	slices.SortStableFunc(s, func(a, b Series) int {
+	slices.SortFunc(s, func(a, b Series) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
@@ -200,28 +206,32 @@ func (r *Renderer) hostLabels() []Label {
 }
 
 func (r *Renderer) series(d *MetricDef, base, extra []Label, v float64) Series {
-	m := make(map[string]string, len(base)+len(extra)+2)
-	for _, l := range base {
-		m[l.Name] = l.Value
-	}
+	// One slice in precedence order, stably sorted by name: of equal names
+	// the last is the one that wins. Cheaper than a map per series, and the
+	// renderer builds ~1,500 series per collection.
+	labels := make([]Label, 0, len(base)+len(d.OTelExtra)+len(extra))
+	labels = append(labels, base...)
 	if r.Naming == NamingOTel {
-		for _, l := range d.OTelExtra {
-			m[l.Name] = l.Value
-		}
+		labels = append(labels, d.OTelExtra...)
 	}
 	for _, l := range extra {
 		if r.Naming == NamingOTel && l.Name == "direction" {
 			// OTel's attribute for I/O direction and its values.
-			l = Label{"network.io.direction", map[string]string{"tx": "transmit", "rx": "receive"}[l.Value]}
+			l = Label{"network.io.direction", otelDirection[l.Value]}
 		}
-		m[l.Name] = l.Value
+		labels = append(labels, l)
 	}
-	labels := make([]Label, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if m[k] != "" {
-			labels = append(labels, Label{k, m[k]})
+	slices.SortStableFunc(labels, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
+	out := labels[:0]
+	for i, l := range labels {
+		if i+1 < len(labels) && labels[i+1].Name == l.Name {
+			continue // a later label of the same name wins
+		}
+		if l.Value != "" {
+			out = append(out, l)
 		}
 	}
+	labels = out
 	unit := d.Unit
 	if r.Naming == NamingOTel {
 		unit = d.OTelUnit

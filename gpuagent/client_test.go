@@ -171,20 +171,28 @@ func push(t *testing.T, rt http.RoundTripper, base string) error {
 	return err
 }
 
+// mustPush builds the agent's transport from opts, pushes once through it
+// to recv and returns it (closed at test end).
+func mustPush(t *testing.T, recv *tlsReceiver, opts ClientOptions) *pushTransport {
+	t.Helper()
+	rt, err := newPushTransport(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.CloseIdleConnections)
+	if err := push(t, rt, recv.srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
 func TestPushOverMutualTLSWithTenantAndToken(t *testing.T) {
 	serverCA, clientCA := newTestCA(t, "server-ca"), newTestCA(t, "client-ca")
 	recv := newTLSReceiver(t, serverCA, clientCA)
 	opts, dir := clientFiles(t, serverCA, clientCA, "weft-agent-node-7")
 	opts.TenantID = "team-a"
 	opts.BearerTokenFile = writeFile(t, dir, "token", []byte("tok-1\n"))
-	rt, err := newPushTransport(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.CloseIdleConnections()
-	if err := push(t, rt, recv.srv.URL); err != nil {
-		t.Fatal(err)
-	}
+	rt := mustPush(t, recv, opts)
 	recv.mu.Lock()
 	got := append([]seen(nil), recv.got...)
 	recv.mu.Unlock()
@@ -226,14 +234,7 @@ func TestPushBasicAuth(t *testing.T) {
 	opts, dir := clientFiles(t, serverCA, clientCA, "agent")
 	opts.BasicAuthUser = "node-7"
 	opts.BasicAuthPasswordFile = writeFile(t, dir, "password", []byte("s3cret:with:colons\n"))
-	rt, err := newPushTransport(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.CloseIdleConnections()
-	if err := push(t, rt, recv.srv.URL); err != nil {
-		t.Fatal(err)
-	}
+	mustPush(t, recv, opts)
 	if s := recv.last(t); !s.basic || s.user != "node-7" || s.password != "s3cret:with:colons" || s.tenant != "" {
 		t.Errorf("basic auth = %v %q %q, tenant %q", s.basic, s.user, s.password, s.tenant)
 	}

@@ -46,10 +46,11 @@ type Options struct {
 	// Hostname is the Hostname label. Default os.Hostname().
 	Hostname string
 	// Instance is the instance label of remote-written series, the label a
-	// Prometheus scrape of dcgm-exporter would give them. Default: the
-	// listener's host:port as a scrape would address it, see
-	// defaultInstance ("<Hostname>:9400" with the default -listen-addr).
-	// /metrics never carries it: a scraper adds its own.
+	// Prometheus scrape of dcgm-exporter would give them. Default: host:port
+	// of the bound listener, the host being the listen address when that is
+	// one specific non-loopback address and Hostname otherwise
+	// ("<Hostname>:9400" with the default ListenAddr); Hostname alone with
+	// the listener off. /metrics never carries it: a scraper adds its own.
 	Instance string
 	// Once runs one collection, writes it to Stdout in Output format and
 	// returns.

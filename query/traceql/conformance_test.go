@@ -326,6 +326,32 @@ func splitTop(s string, sep byte) []string {
 
 // ---- loading ----
 
+// loadFile loads every load block of a test file (clear starts over).
+func (ld *loader) loadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	inLoad := false
+	for _, l := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "" || strings.HasPrefix(t, "#"):
+		case t == "load":
+			inLoad = true
+		case strings.HasPrefix(l, " "):
+			if inLoad {
+				if err := ld.line(t); err != nil {
+					return err
+				}
+			}
+		default:
+			inLoad = false
+		}
+	}
+	return nil
+}
+
 func (ld *loader) line(l string) error {
 	sc := &scan{s: l}
 	switch kw := sc.word(); kw {
@@ -745,7 +771,7 @@ func runEval(t *testing.T, src *memSource, cmd *evalCmd) {
 	freq := traceentry.FetchRequest{Start: cmd.from, End: cmd.to}
 	var got []string
 	for _, tr := range src.traces {
-		if !freq.Overlaps(tr.StartUnixNano(), tr.EndUnixNano()) {
+		if !freq.Overlaps(tr.TimeRange()) {
 			continue
 		}
 		if ms := q.EvalTrace(tr); len(ms) > 0 {

@@ -170,7 +170,7 @@ func (e *Engine) Search(ctx context.Context, src Source, req SearchRequest) (*Se
 		tr := it.At()
 		resp.Metrics.InspectedTraces++
 		resp.Metrics.InspectedSpans += uint64(len(tr.Spans))
-		start, end := tr.StartUnixNano(), tr.EndUnixNano()
+		start, end := tr.TimeRange()
 		if len(tr.Spans) == 0 || !freq.Overlaps(start, end) {
 			continue
 		}

@@ -66,22 +66,20 @@ func (e *Evaluator) Eval(tr *traceentry.Trace) []Match {
 	if len(sets) == 0 {
 		return nil
 	}
+	// Fill the buffers first, then slice them: appending may move them.
 	for _, ss := range sets {
-		p0, a0 := len(e.outPtrs), len(e.outAttr)
 		for _, i := range ss.idx {
 			e.outPtrs = append(e.outPtrs, &tr.Spans[i])
 		}
 		for _, a := range ss.attrs {
 			e.outAttr = append(e.outAttr, Attribute{Key: a.key, Value: a.val.toValue()})
 		}
-		e.out = append(e.out, Match{Spans: e.outPtrs[p0:len(e.outPtrs):len(e.outPtrs)], Attributes: e.outAttr[a0:len(e.outAttr):len(e.outAttr)]})
 	}
-	// Appending may have moved the buffers: point the matches at the final ones.
 	p, a := 0, 0
-	for i, ss := range sets {
-		e.out[i].Spans = e.outPtrs[p : p+len(ss.idx) : p+len(ss.idx)]
-		e.out[i].Attributes = e.outAttr[a : a+len(ss.attrs) : a+len(ss.attrs)]
-		p, a = p+len(ss.idx), a+len(ss.attrs)
+	for _, ss := range sets {
+		np, na := p+len(ss.idx), a+len(ss.attrs)
+		e.out = append(e.out, Match{Spans: e.outPtrs[p:np:np], Attributes: e.outAttr[a:na:na]})
+		p, a = np, na
 	}
 	return e.out
 }

@@ -39,7 +39,8 @@ func (c *evalCtx) rootSpan() *traceentry.Span {
 
 func (c *evalCtx) traceSpan() (start, end int64) {
 	if !c.info.spanDone {
-		c.info.start, c.info.end, c.info.spanDone = c.tr.StartUnixNano(), c.tr.EndUnixNano(), true
+		c.info.start, c.info.end = c.tr.TimeRange()
+		c.info.spanDone = true
 	}
 	return c.info.start, c.info.end
 }
@@ -75,33 +76,44 @@ func (e *attribute) eval(c *evalCtx) static {
 			}
 		}
 	case traceentry.ScopeEvent:
-		switch {
-		case c.ev >= 0:
-			if v, ok := s.Events[c.ev].Attributes.Get(e.name); ok {
-				return fromValue(v)
-			}
-		case c.ev == cursorFirst:
-			for i := range s.Events {
-				if v, ok := s.Events[i].Attributes.Get(e.name); ok {
-					return fromValue(v)
-				}
-			}
-		}
+		return cursorAttr(s.Events, c.ev, eventAttrs, e.name)
 	case traceentry.ScopeLink:
-		switch {
-		case c.ln >= 0:
-			if v, ok := s.Links[c.ln].Attributes.Get(e.name); ok {
+		return cursorAttr(s.Links, c.ln, linkAttrs, e.name)
+	}
+	return nilValue
+}
+
+func eventAttrs(e *traceentry.Event) traceentry.Attributes { return e.Attributes }
+func linkAttrs(l *traceentry.Link) traceentry.Attributes   { return l.Attributes }
+
+// cursorAttr reads an attribute of the event or link at cursor, or with
+// cursorFirst of the first one that has it.
+func cursorAttr[T any](items []T, cursor int, attrs func(*T) traceentry.Attributes, name string) static {
+	switch {
+	case cursor >= 0:
+		if v, ok := attrs(&items[cursor]).Get(name); ok {
+			return fromValue(v)
+		}
+	case cursor == cursorFirst:
+		for i := range items {
+			if v, ok := attrs(&items[i]).Get(name); ok {
 				return fromValue(v)
-			}
-		case c.ln == cursorFirst:
-			for i := range s.Links {
-				if v, ok := s.Links[i].Attributes.Get(e.name); ok {
-					return fromValue(v)
-				}
 			}
 		}
 	}
 	return nilValue
+}
+
+// cursorIndex resolves an event or link cursor for an intrinsic: the
+// current item, or the first one when not quantified; -1 for none.
+func cursorIndex(cursor, n int) int {
+	if cursor == cursorFirst && n > 0 {
+		return 0
+	}
+	if cursor < 0 {
+		return -1
+	}
+	return cursor
 }
 
 func (e *intrinsic) eval(c *evalCtx) static {
@@ -145,10 +157,7 @@ func (e *intrinsic) eval(c *evalCtx) static {
 		start, end := c.traceSpan()
 		return durationValue(end - start)
 	case traceentry.IntrinsicEventName, traceentry.IntrinsicEventTimeSinceStart:
-		i := c.ev
-		if i == cursorFirst && len(s.Events) > 0 {
-			i = 0
-		}
+		i := cursorIndex(c.ev, len(s.Events))
 		if i < 0 {
 			return nilValue
 		}
@@ -157,10 +166,7 @@ func (e *intrinsic) eval(c *evalCtx) static {
 		}
 		return durationValue(s.Events[i].TimeUnixNano - s.StartUnixNano)
 	case traceentry.IntrinsicLinkSpanID, traceentry.IntrinsicLinkTraceID:
-		i := c.ln
-		if i == cursorFirst && len(s.Links) > 0 {
-			i = 0
-		}
+		i := cursorIndex(c.ln, len(s.Links))
 		if i < 0 {
 			return nilValue
 		}

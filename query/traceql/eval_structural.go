@@ -12,25 +12,21 @@ import (
 // cycle) end the walk up the tree.
 func (e *Evaluator) structural(op spansetOpKind, l, r []int32) []int32 {
 	n := len(e.ctx.tr.Spans)
-	inL := e.markSet(&e.mark, n, l)
 	parent := e.info.parent
-	out := e.ints.alloc(len(r))
-	var extra []int32 // spans of l kept by the union forms
+	inL := e.markSet(&e.mark, n, l)
+	var out, extra []int32 // extra: the spans of l kept by the union forms
 	switch op {
 	case ssChild, ssNotChild, ssUChild:
-		for _, i := range r {
+		out = e.keep(r, func(i int32) bool {
 			p := parent[i]
-			ok := p >= 0 && inL[p] == 1
-			if ok != (op == ssNotChild) {
-				out = append(out, i)
-			}
-		}
+			return (p >= 0 && inL[p] == 1) != (op == ssNotChild)
+		})
 		if op == ssUChild {
 			kept := e.markSet(&e.mark2, n, nil)
 			for _, i := range out {
 				kept[parent[i]] = 1
 			}
-			extra = e.collect(kept, l)
+			extra = e.keep(l, func(i int32) bool { return kept[i] == 1 })
 		}
 	case ssParent, ssNotParent, ssUParent:
 		isParent := e.markSet(&e.mark2, n, nil) // parents of spans of l
@@ -39,28 +35,14 @@ func (e *Evaluator) structural(op spansetOpKind, l, r []int32) []int32 {
 				isParent[p] = 1
 			}
 		}
-		for _, i := range r {
-			if (isParent[i] == 1) != (op == ssNotParent) {
-				out = append(out, i)
-			}
-		}
+		out = e.keep(r, func(i int32) bool { return (isParent[i] == 1) != (op == ssNotParent) })
 		if op == ssUParent {
-			kept := e.markSet(&e.mark, n, out) // reuse: inL is no longer needed
-			var ex []int32
-			for _, i := range l {
-				if p := parent[i]; p >= 0 && kept[p] == 1 {
-					ex = append(ex, i)
-				}
-			}
-			extra = ex
+			kept := e.markSet(&e.mark, n, out) // inL is no longer needed
+			extra = e.keep(l, func(i int32) bool { p := parent[i]; return p >= 0 && kept[p] == 1 })
 		}
 	case ssDesc, ssNotDesc, ssUDesc:
 		memo := e.markSet(&e.mark2, n, nil)
-		for _, i := range r {
-			if e.hasAncestorIn(i, inL, memo) != (op == ssNotDesc) {
-				out = append(out, i)
-			}
-		}
+		out = e.keep(r, func(i int32) bool { return e.hasAncestorIn(i, inL, memo) != (op == ssNotDesc) })
 		if op == ssUDesc {
 			extra = e.ancestorsIn(out, inL, l)
 		}
@@ -71,43 +53,34 @@ func (e *Evaluator) structural(op spansetOpKind, l, r []int32) []int32 {
 				isAnc[p] = 1
 			}
 		}
-		for _, i := range r {
-			if (isAnc[i] == 1) != (op == ssNotAnc) {
-				out = append(out, i)
-			}
-		}
+		out = e.keep(r, func(i int32) bool { return (isAnc[i] == 1) != (op == ssNotAnc) })
 		if op == ssUAnc {
 			kept := e.markSet(&e.mark, n, out)
 			memo := e.markSet(&e.mark2, n, nil)
-			var ex []int32
-			for _, i := range l {
-				if e.hasAncestorIn(i, kept, memo) {
-					ex = append(ex, i)
-				}
-			}
-			extra = ex
+			extra = e.keep(l, func(i int32) bool { return e.hasAncestorIn(i, kept, memo) })
 		}
 	case ssSibling, ssNotSibling, ssUSibling:
 		counts := e.siblingCounts(l)
-		for _, i := range r {
-			if e.hasSibling(i, counts, inL) != (op == ssNotSibling) {
-				out = append(out, i)
-			}
-		}
+		out = e.keep(r, func(i int32) bool { return e.hasSibling(i, counts, inL) != (op == ssNotSibling) })
 		if op == ssUSibling {
 			countsR := e.siblingCounts(out)
 			inOut := e.markSet(&e.mark2, n, out)
-			var ex []int32
-			for _, i := range l {
-				if e.hasSibling(i, countsR, inOut) {
-					ex = append(ex, i)
-				}
-			}
-			extra = ex
+			extra = e.keep(l, func(i int32) bool { return e.hasSibling(i, countsR, inOut) })
 		}
 	}
-	if extra != nil {
+	if len(extra) > 0 {
 		return e.union(out, extra)
+	}
+	return out
+}
+
+// keep returns the spans of set for which pred holds, ascending.
+func (e *Evaluator) keep(set []int32, pred func(i int32) bool) []int32 {
+	out := e.ints.alloc(len(set))
+	for _, i := range set {
+		if pred(i) {
+			out = append(out, i)
+		}
 	}
 	return out
 }
@@ -120,17 +93,6 @@ func (e *Evaluator) markSet(buf *[]int8, n int, set []int32) []int8 {
 		m[i] = 1
 	}
 	return m
-}
-
-// collect returns the spans of set that are marked, ascending.
-func (e *Evaluator) collect(marks []int8, set []int32) []int32 {
-	out := e.ints.alloc(len(set))
-	for _, i := range set {
-		if marks[i] == 1 {
-			out = append(out, i)
-		}
-	}
-	return out
 }
 
 // Memo states for hasAncestorIn.
@@ -188,12 +150,7 @@ func (e *Evaluator) ancestorsIn(out []int32, inL []int8, l []int32) []int32 {
 			seen[p] = 1
 		}
 	}
-	for i := range seen {
-		if inL[i] != 1 {
-			seen[i] = 0
-		}
-	}
-	return e.collect(seen, l)
+	return e.keep(l, func(i int32) bool { return seen[i] == 1 && inL[i] == 1 })
 }
 
 // siblingCounts counts the spans of set per parent span ID.

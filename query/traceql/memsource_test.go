@@ -1,6 +1,7 @@
 package traceql
 
 import (
+	"cmp"
 	"context"
 	"regexp"
 	"strings"
@@ -52,7 +53,7 @@ type pruningSource struct {
 func (p *pruningSource) Fetch(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error) {
 	var kept []*traceentry.Trace
 	for _, tr := range p.mem.traces {
-		if req.Overlaps(tr.StartUnixNano(), tr.EndUnixNano()) && refHintsAllow(req.Hints, tr) {
+		if req.Overlaps(tr.TimeRange()) && refHintsAllow(req.Hints, tr) {
 			kept = append(kept, tr)
 		} else {
 			p.pruned++
@@ -157,9 +158,9 @@ func refCompare(op traceentry.Op, v, operand traceentry.Value) bool {
 			return false
 		}
 		if v.Type() == traceentry.ValueInt && operand.Type() == traceentry.ValueInt {
-			c = cmpInt(v.Int(), operand.Int())
+			c = cmp.Compare(v.Int(), operand.Int())
 		} else {
-			c = cmpInt(int64(sign(a-b)), 0)
+			c = cmp.Compare(a, b)
 		}
 	} else if v.Type() != operand.Type() {
 		return false
@@ -194,26 +195,6 @@ func refCompare(op traceentry.Op, v, operand traceentry.Value) bool {
 		return c >= 0
 	}
 	return false
-}
-
-func sign(f float64) int {
-	switch {
-	case f < 0:
-		return -1
-	case f > 0:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // refFieldValues returns the values a field has on a span, encoded as
@@ -301,7 +282,8 @@ func refFieldValues(f traceentry.Field, tr *traceentry.Trace, s *traceentry.Span
 			return get(r.Resource.Attributes, "service.name")
 		}
 	case traceentry.IntrinsicTraceDuration:
-		return num(tr.EndUnixNano() - tr.StartUnixNano())
+		start, end := tr.TimeRange()
+		return num(end - start)
 	case traceentry.IntrinsicEventName:
 		var out []traceentry.Value
 		for _, e := range s.Events {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/weftdb/weft/storage/traceentry"
 )
@@ -36,6 +37,22 @@ func Parse(q string) (*Query, error) { return ParseWithOptions(q, DefaultParseOp
 func ParseWithOptions(q string, opts ParseOptions) (*Query, error) {
 	if opts.MaxLength > 0 && len(q) > opts.MaxLength {
 		return nil, &ParseError{Line: 1, Col: 1, Msg: fmt.Sprintf("query is %d bytes long; the limit is %d", len(q), opts.MaxLength)}
+	}
+	if !utf8.ValidString(q) {
+		line, col := 1, 1
+		for i, r := range q {
+			if r == utf8.RuneError {
+				if _, n := utf8.DecodeRuneInString(q[i:]); n == 1 {
+					break
+				}
+			}
+			if r == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		return nil, &ParseError{Line: line, Col: col, Msg: "the query is not valid UTF-8"}
 	}
 	p := &parser{lx: newLexer(q), maxDepth: opts.MaxDepth}
 	if p.maxDepth <= 0 {
@@ -94,6 +111,14 @@ func (p *parser) enter() error {
 }
 
 func (p *parser) leave(n int) { p.depth -= n }
+
+// open counts one level of nesting and moves past the token that opens it.
+func (p *parser) open() error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	return p.advance()
+}
 
 func (p *parser) parseQuery() (*Query, error) {
 	if err := p.advance(); err != nil {
@@ -348,10 +373,7 @@ func (p *parser) parseSpansetExpr(minPrec int) (spansetExpr, error) {
 		}
 		at := p.here()
 		chain++
-		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		if err := p.advance(); err != nil {
+		if err := p.open(); err != nil {
 			return nil, err
 		}
 		rhs, err := p.parseSpansetExpr(spansetPrec(op) + 1)
@@ -380,13 +402,10 @@ func (p *parser) parseSpansetPrimary() (spansetExpr, error) {
 		f.expr = e
 		return f, p.expect(tokRBrace, "} or an operator")
 	case tokLParen:
-		if err := p.enter(); err != nil {
+		if err := p.open(); err != nil {
 			return nil, err
 		}
 		defer p.leave(1)
-		if err := p.advance(); err != nil {
-			return nil, err
-		}
 		pl, err := p.parsePipeline()
 		if err != nil {
 			return nil, err
@@ -457,10 +476,7 @@ func (p *parser) parseBinaryChain(ops map[tokKind]binOp, sub func() (fieldExpr, 
 		}
 		at := p.here()
 		chain++
-		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		if err := p.advance(); err != nil {
+		if err := p.open(); err != nil {
 			return nil, err
 		}
 		rhs, err := sub()
@@ -492,13 +508,10 @@ func (p *parser) parseFieldPow() (fieldExpr, error) {
 		return base, err
 	}
 	at := p.here()
-	if err := p.enter(); err != nil {
+	if err := p.open(); err != nil {
 		return nil, err
 	}
 	defer p.leave(1)
-	if err := p.advance(); err != nil {
-		return nil, err
-	}
 	exp, err := p.parseFieldPow()
 	if err != nil {
 		return nil, err
@@ -512,13 +525,10 @@ func (p *parser) parseFieldUnary() (fieldExpr, error) {
 	}
 	at := p.here()
 	neg := p.tok.kind == tokMinus
-	if err := p.enter(); err != nil {
+	if err := p.open(); err != nil {
 		return nil, err
 	}
 	defer p.leave(1)
-	if err := p.advance(); err != nil {
-		return nil, err
-	}
 	x, err := p.parseFieldUnary()
 	if err != nil {
 		return nil, err
@@ -581,13 +591,10 @@ func (p *parser) parseFieldPrimary() (fieldExpr, error) {
 	at := p.here()
 	switch t.kind {
 	case tokLParen:
-		if err := p.enter(); err != nil {
+		if err := p.open(); err != nil {
 			return nil, err
 		}
 		defer p.leave(1)
-		if err := p.advance(); err != nil {
-			return nil, err
-		}
 		e, err := p.parseFieldOr()
 		if err != nil {
 			return nil, err

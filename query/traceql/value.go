@@ -264,7 +264,7 @@ func compareArray(op binOp, a, b static) bool {
 	if op == opNeq {
 		elemOp = opEq
 	}
-	any := false
+	found := false
 	for _, e := range arr {
 		ev := fromValue(e)
 		if ev.t == vArray {
@@ -277,14 +277,14 @@ func compareArray(op binOp, a, b static) bool {
 			ok = compare(elemOp, ev, other)
 		}
 		if ok {
-			any = true
+			found = true
 			break
 		}
 	}
 	if op == opNeq {
-		return !any
+		return !found
 	}
-	return any
+	return found
 }
 
 // arith applies an arithmetic operator to numbers; anything else gives nil.

@@ -149,26 +149,17 @@ func (t *Trace) Root() *Span {
 	return root
 }
 
-// StartUnixNano returns the earliest span start, 0 for a trace without spans.
-func (t *Trace) StartUnixNano() int64 {
-	if len(t.Spans) == 0 {
-		return 0
+// TimeRange returns the earliest span start and the latest span end (unix
+// ns); both are 0 for a trace without spans.
+func (t *Trace) TimeRange() (start, end int64) {
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if i == 0 || s.StartUnixNano < start {
+			start = s.StartUnixNano
+		}
+		if i == 0 || s.EndUnixNano > end {
+			end = s.EndUnixNano
+		}
 	}
-	start := t.Spans[0].StartUnixNano
-	for i := range t.Spans[1:] {
-		start = min(start, t.Spans[i+1].StartUnixNano)
-	}
-	return start
-}
-
-// EndUnixNano returns the latest span end, 0 for a trace without spans.
-func (t *Trace) EndUnixNano() int64 {
-	if len(t.Spans) == 0 {
-		return 0
-	}
-	end := t.Spans[0].EndUnixNano
-	for i := range t.Spans[1:] {
-		end = max(end, t.Spans[i+1].EndUnixNano)
-	}
-	return end
+	return start, end
 }

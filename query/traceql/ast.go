@@ -41,7 +41,6 @@ func (p pos) errorf(msg string) *ParseError { return &ParseError{Line: p.line, C
 // stage is one element of a pipeline.
 type stage interface {
 	write(b *strings.Builder, full bool)
-	stagePos() pos
 }
 
 // spansetExpr is a stage that selects spans: a filter, an operation between
@@ -129,14 +128,6 @@ type coalesceStage struct{ p pos }
 func (*pipeline) isSpanset()      {}
 func (*spansetFilter) isSpanset() {}
 func (*spansetOp) isSpanset()     {}
-
-func (s *pipeline) stagePos() pos      { return s.p }
-func (s *spansetFilter) stagePos() pos { return s.p }
-func (s *spansetOp) stagePos() pos     { return s.p }
-func (s *scalarFilter) stagePos() pos  { return s.p }
-func (s *groupBy) stagePos() pos       { return s.p }
-func (s *selectStage) stagePos() pos   { return s.p }
-func (s *coalesceStage) stagePos() pos { return s.p }
 
 // ---- field expressions ----
 

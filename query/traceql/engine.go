@@ -256,7 +256,7 @@ func (q *Query) traceMetadata(tr *traceentry.Trace, matches []Match, spss int, s
 				Name:              strings.Clone(s.Name),
 				StartTimeUnixNano: uint64(s.StartUnixNano),
 				DurationNanos:     uint64(max(s.DurationNanos(), 0)),
-				Attributes:        q.spanAttributes(s),
+				Attributes:        q.spanAttributes(tr, s),
 			})
 		}
 		md.SpanSets = append(md.SpanSets, ss)
@@ -265,9 +265,9 @@ func (q *Query) traceMetadata(tr *traceentry.Trace, matches []Match, spss int, s
 }
 
 // spanAttributes returns the span's values of the fields the query reads.
-func (q *Query) spanAttributes(s *traceentry.Span) []Attribute {
+func (q *Query) spanAttributes(tr *traceentry.Trace, s *traceentry.Span) []Attribute {
 	var out []Attribute
-	c := &evalCtx{span: s, ev: cursorFirst, ln: cursorFirst, info: &traceInfo{}}
+	c := &evalCtx{tr: tr, span: s, ev: cursorFirst, ln: cursorFirst, info: &traceInfo{}}
 	for _, f := range q.outFields {
 		var v traceentry.Value
 		if f.scope == traceentry.ScopeIntrinsic {

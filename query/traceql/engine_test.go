@@ -325,3 +325,41 @@ func TestEvalTraceMatches(t *testing.T) {
 		t.Errorf("empty trace gave %v", ms)
 	}
 }
+
+// TestConcurrentSearch: one Engine and one source serve many searches at once
+// (run with -race).
+func TestConcurrentSearch(t *testing.T) {
+	src := &memSource{traces: []*traceentry.Trace{shopTrace(1), bigTrace(100), shopTrace(2)}}
+	eng := NewEngine(DefaultOptions())
+	queries := []string{`{ status = error }`, `{ } >> { kind = client }`, `{ } | by(resource.service.name) | count() > 1`}
+	want := make([]string, len(queries))
+	for i, q := range queries {
+		resp, err := eng.Search(context.Background(), src, SearchRequest{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = describe(resp)
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 20 {
+				q := (g + i) % len(queries)
+				resp, err := eng.Search(context.Background(), &memSource{traces: src.traces}, SearchRequest{Query: queries[q]})
+				if err == nil && describe(resp) != want[q] {
+					err = fmt.Errorf("%s: %s, want %s", queries[q], describe(resp), want[q])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

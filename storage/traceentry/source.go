@@ -63,9 +63,13 @@ type Hints struct {
 }
 
 // Condition is one comparison "Field Op Operand" from the query, with
-// TraceQL's semantics: a span lacking the field does not satisfy it (not even
-// with OpNotEqual); an attribute of another type than the operand does not
-// satisfy it, except that int, float and duration compare as numbers.
+// TraceQL's semantics: a span lacking the field (or whose value is
+// ValueEmpty) does not satisfy it, not even with OpNotEqual; an attribute of
+// another type than the operand does not satisfy it, except that int, float
+// and duration compare as numbers; strings compare byte-wise. An array
+// attribute satisfies OpEqual, OpRegex and the orderings if one element
+// does, OpNotEqual and OpNotRegex if no element is equal (matches). Bytes
+// and map values satisfy nothing.
 //
 // Operand encoding: strings, ints, floats and booleans as such; durations
 // (and the duration intrinsics) as ValueInt nanoseconds; status and kind as

@@ -224,7 +224,7 @@ func (e *Evaluator) stage(st stage, in []spanset) []spanset {
 		out := in[:0]
 		for _, ss := range in {
 			v := e.aggregate(st, ss)
-			if v.t != vNil && compare(st.op, v, st.value) {
+			if v.t != vNil && compare(st.op, &v, &st.value) {
 				ss.attrs = appendAttr(ss.attrs, ssAttr{key: aggKey(st), val: v})
 				out = append(out, ss)
 			}

@@ -262,7 +262,7 @@ func (e *binaryExpr) evalOnce(c *evalCtx) static {
 		}
 		return boolValue(matched == (e.op == opRe))
 	}
-	return boolValue(compare(e.op, l, r))
+	return boolValue(compare(e.op, &l, &r))
 }
 
 func (e *logicalExpr) eval(c *evalCtx) static {

@@ -44,9 +44,9 @@ func (e *Evaluator) aggregate(st *scalarFilter, ss spanset) static {
 		switch {
 		case !haveResult:
 			best, haveResult = v, true
-		case st.agg == aggMin && compare(opLt, v, best):
+		case st.agg == aggMin && compare(opLt, &v, &best):
 			best = v
-		case st.agg == aggMax && compare(opGt, v, best):
+		case st.agg == aggMax && compare(opGt, &v, &best):
 			best = v
 		}
 	}

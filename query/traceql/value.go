@@ -153,7 +153,7 @@ func normalizeHexID(s string) string {
 
 // idEqualsHex reports whether id equals the normalized hex string h, without
 // allocating.
-func idEqualsHex(v static, h string) bool {
+func idEqualsHex(v *static, h string) bool {
 	var buf [32]byte
 	hex.Encode(buf[:], v.id[:v.n])
 	i := 0
@@ -163,7 +163,7 @@ func idEqualsHex(v static, h string) bool {
 	return string(buf[i:2*v.n]) == h
 }
 
-func idsEqual(a, b static) bool {
+func idsEqual(a, b *static) bool {
 	var buf [32]byte
 	hex.Encode(buf[:], b.id[:b.n])
 	return idEqualsHex(a, strings.TrimLeft(string(buf[:2*b.n]), "0"))
@@ -175,7 +175,7 @@ func idsEqual(a, b static) bool {
 // with hex strings ignoring leading zeros and case; any other mix, and any
 // nil operand, is false (nil literals are handled by the caller). An array
 // matches = and ordering when any element does, != when no element equals.
-func compare(op binOp, a, b static) bool {
+func compare(op binOp, a, b *static) bool {
 	if a.t == vArray || b.t == vArray {
 		return compareArray(op, a, b)
 	}
@@ -252,7 +252,7 @@ func cmpOrdered[T ordered](op binOp, x, y T) bool {
 	return false
 }
 
-func compareArray(op binOp, a, b static) bool {
+func compareArray(op binOp, a, b *static) bool {
 	if a.t == vArray && b.t == vArray {
 		return false
 	}
@@ -272,9 +272,9 @@ func compareArray(op binOp, a, b static) bool {
 		}
 		var ok bool
 		if swapped {
-			ok = compare(elemOp, other, ev)
+			ok = compare(elemOp, other, &ev)
 		} else {
-			ok = compare(elemOp, ev, other)
+			ok = compare(elemOp, &ev, other)
 		}
 		if ok {
 			found = true

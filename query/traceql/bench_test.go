@@ -57,8 +57,9 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// BenchmarkSearch searches 1000 traces of 50 spans for a rare match, so it
-// reads every trace: the cost of the engine on top of a store.
+// BenchmarkSearch searches 1000 traces of 50 spans, each with one matching
+// span, with a limit above 1000: the engine reads, evaluates and shapes a
+// result for every trace, its whole cost on top of a store.
 func BenchmarkSearch(b *testing.B) {
 	src := &memSource{}
 	for i := range 1000 {

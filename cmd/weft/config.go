@@ -9,28 +9,67 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"gopkg.in/yaml.v3"
+	"github.com/prometheus/otlptranslator"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/weftdb/weft/cmd/weft/internal/app"
+	"github.com/weftdb/weft/ingest/workload"
 )
 
-// fileConfig is the YAML file given with -config: what flags do not cover.
-// Every field is optional; flags given on the command line win over the file.
+// fileConfig is weft's configuration file (-config): the one schema of every
+// setting, what flags cover and more. Every field is optional; flags given on
+// the command line win over the file. docs/configuration.md documents each
+// key. Unknown keys are errors that name the key, its line and the valid
+// keys (checkKeys).
 type fileConfig struct {
+	Server struct {
+		DataDir      *string `yaml:"data_dir"`
+		HTTPAddr     *string `yaml:"http_addr"`
+		OTLPGRPCAddr *string `yaml:"otlp_grpc_addr"`
+		OTLPHTTPAddr *string `yaml:"otlp_http_addr"`
+		LogLevel     *string `yaml:"log_level"`
+	} `yaml:"server"`
 	Storage struct {
-		Retention        *duration `yaml:"retention"`
+		// Retention applies to every signal; SignalRetention overrides it.
+		Retention       *duration `yaml:"retention"`
+		SignalRetention struct {
+			Metrics *duration `yaml:"metrics"`
+			Logs    *duration `yaml:"logs"`
+			Traces  *duration `yaml:"traces"`
+		} `yaml:"signal_retention"`
 		OutOfOrderWindow *duration `yaml:"out_of_order_window"`
 		// FutureWindow rejects samples further than this in the future.
 		FutureWindow          *duration `yaml:"future_window"`
 		MaxExemplarsPerSeries *int      `yaml:"max_exemplars_per_series"`
 		BlockCacheBytes       *int64    `yaml:"block_cache_bytes"`
+		WALSyncInterval       *duration `yaml:"wal_sync_interval"`
+		CheckpointInterval    *duration `yaml:"checkpoint_interval"`
+		CompactionInterval    *duration `yaml:"compaction_interval"`
 	} `yaml:"storage"`
+	Logs struct {
+		SealEntries      *int      `yaml:"seal_entries"`
+		SealBytes        *int      `yaml:"seal_bytes"`
+		SealAge          *duration `yaml:"seal_age"`
+		FilterCacheBytes *int      `yaml:"filter_cache_bytes"`
+	} `yaml:"logs"`
 	Query struct {
 		Timeout        *duration `yaml:"timeout"`
 		MaxSamples     *int      `yaml:"max_samples"`
 		LookbackDelta  *duration `yaml:"lookback_delta"`
 		MaxConcurrency *int      `yaml:"max_concurrency"`
 	} `yaml:"query"`
+	LogQL struct {
+		Timeout         *duration `yaml:"timeout"`
+		MaxEntriesLimit *int      `yaml:"max_entries_limit"`
+		MaxSeries       *int      `yaml:"max_series"`
+		MaxLookback     *duration `yaml:"max_lookback"`
+	} `yaml:"logql"`
+	Loki struct {
+		DefaultLimit    *int      `yaml:"default_limit"`
+		DefaultLookback *duration `yaml:"default_lookback"`
+		TailMaxQueued   *int      `yaml:"tail_max_queued"`
+		PatternMaxLines *int      `yaml:"pattern_max_lines"`
+	} `yaml:"loki"`
 	Limits struct {
 		RemoteWrite struct {
 			MaxBodyBytes       *int64    `yaml:"max_body_bytes"`
@@ -40,16 +79,48 @@ type fileConfig struct {
 			MaxLabelsPerSeries *int      `yaml:"max_labels_per_series"`
 			MaxFutureSkew      *duration `yaml:"max_future_skew"`
 		} `yaml:"remote_write"`
+		Logs struct {
+			MaxPushBodyBytes           *int64    `yaml:"max_push_body_bytes"`
+			MaxLineSize                *int      `yaml:"max_line_size"`
+			MaxLabelNamesPerStream     *int      `yaml:"max_label_names_per_stream"`
+			MaxLabelNameLength         *int      `yaml:"max_label_name_length"`
+			MaxLabelValueLength        *int      `yaml:"max_label_value_length"`
+			MaxStructuredMetadataSize  *int      `yaml:"max_structured_metadata_size"`
+			MaxStructuredMetadataPairs *int      `yaml:"max_structured_metadata_pairs"`
+			CreationGracePeriod        *duration `yaml:"creation_grace_period"`
+			RejectOlderThan            *duration `yaml:"reject_older_than"`
+		} `yaml:"logs"`
+		OTLP struct {
+			MaxRequestBytes *int64 `yaml:"max_request_bytes"`
+		} `yaml:"otlp"`
 	} `yaml:"limits"`
 	HTTP struct {
 		EnableAdminAPI  *bool     `yaml:"enable_admin_api"`
 		CORSOrigin      *string   `yaml:"cors_origin"`
 		ShutdownTimeout *duration `yaml:"shutdown_timeout"`
 	} `yaml:"http"`
-	// OTLP is the OTLP receiver's ingest options (ingest/otlp.Options:
-	// translation_strategy, workload_context, delta, ...), decoded over
-	// the defaults so that the file only names what it changes.
-	OTLP yaml.Node `yaml:"otlp"`
+	OTLP struct {
+		TranslationStrategy               *string   `yaml:"translation_strategy"`
+		PromoteResourceAttributes         *[]string `yaml:"promote_resource_attributes"`
+		PromoteAllResourceAttributes      *bool     `yaml:"promote_all_resource_attributes"`
+		IgnoreResourceAttributes          *[]string `yaml:"ignore_resource_attributes"`
+		KeepIdentifyingResourceAttributes *bool     `yaml:"keep_identifying_resource_attributes"`
+		ConvertHistogramsToNHCB           *bool     `yaml:"convert_histograms_to_nhcb"`
+		PromoteScopeMetadata              *bool     `yaml:"promote_scope_metadata"`
+		MaxTimeSpan                       *duration `yaml:"max_time_span"`
+		Delta                             struct {
+			MaxStreams *int      `yaml:"max_streams"`
+			MaxIdle    *duration `yaml:"max_idle"`
+		} `yaml:"delta"`
+	} `yaml:"otlp"`
+	// WorkloadContext replaces the default context mapping of every ingest
+	// path (docs/workload-context.md).
+	WorkloadContext *struct {
+		Rules []struct {
+			Name    string   `yaml:"name"`
+			Aliases []string `yaml:"aliases"`
+		} `yaml:"rules"`
+	} `yaml:"workload_context"`
 }
 
 // duration is a YAML duration in Prometheus' syntax ("30d", "1h30m").
@@ -68,84 +139,182 @@ func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// loadConfigFile reads a YAML config file strictly: unknown keys are errors.
+// loadConfigFile reads a YAML config file strictly: an unknown key is an
+// error naming the key, its line and the keys valid there.
 func loadConfigFile(path string) (*fileConfig, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	var c fileConfig
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
 		return nil, fmt.Errorf("parse config %s: %w", path, err)
+	}
+	var c fileConfig
+	if len(root.Content) == 0 { // empty file
+		return &c, nil
+	}
+	if err := checkKeys(root.Content[0], configSchema, ""); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true) // checkKeys found none; keeps the two in step
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &c, nil
 }
 
-// apply copies the file's settings into opts.
+// apply copies the file's settings into opts and validates what a value
+// alone cannot show (the workload mapping, the OTLP translation strategy).
 func (c *fileConfig) apply(opts *app.Options) error {
 	setDur := func(dst *time.Duration, src *duration) {
 		if src != nil {
 			*dst = time.Duration(*src)
 		}
 	}
-	setDur(&opts.Storage.Retention, c.Storage.Retention)
-	setDur(&opts.Storage.OutOfOrderWindow, c.Storage.OutOfOrderWindow)
-	setDur(&opts.Storage.FutureWindow, c.Storage.FutureWindow)
-	if c.Storage.MaxExemplarsPerSeries != nil {
-		opts.Storage.MaxExemplarsPerSeries = *c.Storage.MaxExemplarsPerSeries
+	setInt := func(dst *int, src *int) {
+		if src != nil {
+			*dst = *src
+		}
 	}
+	setInt64 := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setStr := func(dst *string, src *string) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setBool := func(dst *bool, src *bool) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+
+	setStr(&opts.DataDir, c.Server.DataDir)
+	setStr(&opts.HTTPAddr, c.Server.HTTPAddr)
+	setStr(&opts.OTLPGRPCAddr, c.Server.OTLPGRPCAddr)
+	setStr(&opts.OTLPHTTPAddr, c.Server.OTLPHTTPAddr)
+
+	st := &opts.Storage
+	setDur(&st.Retention, c.Storage.Retention)
+	setDur(&st.SignalRetention.Metrics, c.Storage.SignalRetention.Metrics)
+	setDur(&st.SignalRetention.Logs, c.Storage.SignalRetention.Logs)
+	setDur(&st.SignalRetention.Traces, c.Storage.SignalRetention.Traces)
+	setDur(&st.OutOfOrderWindow, c.Storage.OutOfOrderWindow)
+	setDur(&st.FutureWindow, c.Storage.FutureWindow)
+	setInt(&st.MaxExemplarsPerSeries, c.Storage.MaxExemplarsPerSeries)
 	if c.Storage.BlockCacheBytes != nil {
 		if *c.Storage.BlockCacheBytes <= 0 {
 			return fmt.Errorf("storage.block_cache_bytes must be positive, got %d", *c.Storage.BlockCacheBytes)
 		}
-		opts.Storage.BlockCacheBytes = *c.Storage.BlockCacheBytes
+		st.BlockCacheBytes = *c.Storage.BlockCacheBytes
 	}
+	if c.Storage.WALSyncInterval != nil {
+		if err := setWALSync(st, time.Duration(*c.Storage.WALSyncInterval)); err != nil {
+			return fmt.Errorf("storage.wal_sync_interval: %w", err)
+		}
+	}
+	setDur(&st.CheckpointInterval, c.Storage.CheckpointInterval)
+	setDur(&st.CompactionInterval, c.Storage.CompactionInterval)
+
+	lg := &opts.Storage.Logs
+	setInt(&lg.SealEntries, c.Logs.SealEntries)
+	setInt(&lg.SealBytes, c.Logs.SealBytes)
+	setDur(&lg.SealAge, c.Logs.SealAge)
+	setInt(&lg.FilterCacheBytes, c.Logs.FilterCacheBytes)
+
 	setDur(&opts.Query.Timeout, c.Query.Timeout)
 	setDur(&opts.Query.LookbackDelta, c.Query.LookbackDelta)
-	if c.Query.MaxSamples != nil {
-		opts.Query.MaxSamples = *c.Query.MaxSamples
-	}
-	if c.Query.MaxConcurrency != nil {
-		opts.QueryMaxConcurrency = *c.Query.MaxConcurrency
-	}
+	setInt(&opts.Query.MaxSamples, c.Query.MaxSamples)
+	setInt(&opts.QueryMaxConcurrency, c.Query.MaxConcurrency)
+
+	setDur(&opts.LogQL.Timeout, c.LogQL.Timeout)
+	setInt(&opts.LogQL.MaxEntriesLimit, c.LogQL.MaxEntriesLimit)
+	setInt(&opts.LogQL.MaxSeries, c.LogQL.MaxSeries)
+	setDur(&opts.LogQL.MaxLookback, c.LogQL.MaxLookback)
+
+	setInt(&opts.Loki.DefaultLimit, c.Loki.DefaultLimit)
+	setDur(&opts.Loki.DefaultLookback, c.Loki.DefaultLookback)
+	setInt(&opts.Loki.TailMaxQueued, c.Loki.TailMaxQueued)
+	setInt(&opts.Loki.PatternMaxLines, c.Loki.PatternMaxLines)
+
 	rw := c.Limits.RemoteWrite
-	if rw.MaxBodyBytes != nil {
-		opts.RemoteWrite.MaxBodyBytes = *rw.MaxBodyBytes
-	}
-	if rw.MaxDecodedBytes != nil {
-		opts.RemoteWrite.MaxDecodedBytes = *rw.MaxDecodedBytes
-	}
-	if rw.MaxConcurrency != nil {
-		opts.RemoteWrite.MaxConcurrency = *rw.MaxConcurrency
-	}
-	if rw.MaxInFlightBytes != nil {
-		opts.RemoteWrite.MaxInFlightBytes = *rw.MaxInFlightBytes
-	}
-	if rw.MaxLabelsPerSeries != nil {
-		opts.RemoteWrite.Ingest.MaxLabelsPerSeries = *rw.MaxLabelsPerSeries
-	}
+	setInt64(&opts.RemoteWrite.MaxBodyBytes, rw.MaxBodyBytes)
+	setInt64(&opts.RemoteWrite.MaxDecodedBytes, rw.MaxDecodedBytes)
+	setInt(&opts.RemoteWrite.MaxConcurrency, rw.MaxConcurrency)
+	setInt64(&opts.RemoteWrite.MaxInFlightBytes, rw.MaxInFlightBytes)
+	setInt(&opts.RemoteWrite.Ingest.MaxLabelsPerSeries, rw.MaxLabelsPerSeries)
 	setDur(&opts.RemoteWrite.Ingest.MaxFutureSkew, rw.MaxFutureSkew)
-	if c.HTTP.EnableAdminAPI != nil {
-		opts.EnableAdminAPI = *c.HTTP.EnableAdminAPI
-	}
-	if c.HTTP.CORSOrigin != nil {
-		opts.CORSOrigin = *c.HTTP.CORSOrigin
-	}
+
+	ll, li := c.Limits.Logs, &opts.Loki.Ingest
+	setInt64(&opts.Loki.MaxPushBodySize, ll.MaxPushBodyBytes)
+	setInt(&li.MaxLineSize, ll.MaxLineSize)
+	setInt(&li.MaxLabelNamesPerStream, ll.MaxLabelNamesPerStream)
+	setInt(&li.MaxLabelNameLength, ll.MaxLabelNameLength)
+	setInt(&li.MaxLabelValueLength, ll.MaxLabelValueLength)
+	setInt(&li.MaxStructuredMetadataSize, ll.MaxStructuredMetadataSize)
+	setInt(&li.MaxStructuredMetadataPairs, ll.MaxStructuredMetadataPairs)
+	setDur(&li.CreationGracePeriod, ll.CreationGracePeriod)
+	setDur(&li.RejectOlderThan, ll.RejectOlderThan)
+
+	setInt64(&opts.OTLP.MaxRequestBytes, c.Limits.OTLP.MaxRequestBytes)
+
+	setBool(&opts.EnableAdminAPI, c.HTTP.EnableAdminAPI)
+	setStr(&opts.CORSOrigin, c.HTTP.CORSOrigin)
 	setDur(&opts.ShutdownTimeout, c.HTTP.ShutdownTimeout)
-	if !c.OTLP.IsZero() {
-		// Node.Decode ignores unknown keys; round-trip through a strict
-		// decoder so that a misspelt key is an error here too.
-		b, err := yaml.Marshal(&c.OTLP)
-		if err != nil {
-			return fmt.Errorf("otlp: %w", err)
+
+	o, oi := c.OTLP, &opts.OTLP.Ingest
+	if o.TranslationStrategy != nil {
+		s := otlptranslator.TranslationStrategyOption(*o.TranslationStrategy)
+		switch s {
+		case otlptranslator.UnderscoreEscapingWithSuffixes, otlptranslator.UnderscoreEscapingWithoutSuffixes,
+			otlptranslator.NoUTF8EscapingWithSuffixes, otlptranslator.NoTranslation:
+		default:
+			return fmt.Errorf("otlp.translation_strategy %q: want one of %s, %s, %s, %s", s,
+				otlptranslator.UnderscoreEscapingWithSuffixes, otlptranslator.UnderscoreEscapingWithoutSuffixes,
+				otlptranslator.NoUTF8EscapingWithSuffixes, otlptranslator.NoTranslation)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&opts.OTLP.Ingest); err != nil {
-			return fmt.Errorf("otlp: %w", err)
+		oi.TranslationStrategy = s
+	}
+	if o.PromoteResourceAttributes != nil {
+		oi.PromoteResourceAttributes = *o.PromoteResourceAttributes
+	}
+	setBool(&oi.PromoteAllResourceAttributes, o.PromoteAllResourceAttributes)
+	if o.IgnoreResourceAttributes != nil {
+		oi.IgnoreResourceAttributes = *o.IgnoreResourceAttributes
+	}
+	setBool(&oi.KeepIdentifyingResourceAttributes, o.KeepIdentifyingResourceAttributes)
+	setBool(&oi.ConvertHistogramsToNHCB, o.ConvertHistogramsToNHCB)
+	setBool(&oi.PromoteScopeMetadata, o.PromoteScopeMetadata)
+	setDur(&oi.MaxTimeSpan, o.MaxTimeSpan)
+	setInt(&oi.Delta.MaxStreams, o.Delta.MaxStreams)
+	setDur(&oi.Delta.MaxIdle, o.Delta.MaxIdle)
+
+	if w := c.WorkloadContext; w != nil {
+		opts.Workload = workload.Options{Rules: []workload.Rule{}}
+		for _, r := range w.Rules {
+			opts.Workload.Rules = append(opts.Workload.Rules, workload.Rule{Name: r.Name, Aliases: r.Aliases})
 		}
+	}
+	if _, err := workload.New(opts.Workload); err != nil {
+		return fmt.Errorf("workload_context: %w", err)
+	}
+	return nil
+}
+
+// setWALSync applies a WAL sync interval: 0 fsyncs before every
+// acknowledgement (storage: negative), negative is refused.
+func setWALSync(st *storageOptions, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s: must not be negative", d)
+	}
+	st.WALSyncInterval = d
+	if d == 0 {
+		st.WALSyncInterval = -1 // storage: negative = fsync per commit
 	}
 	return nil
 }

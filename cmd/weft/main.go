@@ -40,7 +40,7 @@ func main() {
 // run parses args, starts the server and serves until SIGINT or SIGTERM.
 func run(args []string, stderr io.Writer) int {
 	opts, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errConfigChecked) {
 		return exitOK
 	}
 	if err != nil {
@@ -50,12 +50,30 @@ func run(args []string, stderr io.Writer) int {
 	setGCPercent(os.Getenv("GOGC"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP asks Prometheus-style servers to reload; it must never kill
+	// weft (the default action of SIGHUP does).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				opts.Logger.Warn("sighup_ignored", "reason", "configuration reload is not supported; restart weft to apply a new configuration")
+			}
+		}
+	}()
 	if err := app.Run(ctx, opts); err != nil {
 		opts.Logger.Error("weft failed", "err", err)
 		return exitError
 	}
 	return exitOK
 }
+
+// errConfigChecked ends parseFlags after -check-config found the file valid.
+var errConfigChecked = errors.New("config checked")
 
 // defaultGCPercent is weft's garbage-collection target when the GOGC
 // environment variable is not set. Go's default, 100, lets the heap grow to
@@ -82,20 +100,27 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		fmt.Fprintf(stderr, "Usage: weft [flags]\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	fs.String("data-dir", opts.DataDir, "directory of the data: the database, the write-ahead log, the lock file")
+	fs.String("http-addr", opts.HTTPAddr, "main HTTP listener: Prometheus API, remote write (/api/v1/write), Loki API, OTLP/HTTP (/otlp/v1/...), /metrics, /-/healthy, /-/ready")
+	fs.String("otlp-grpc-addr", opts.OTLPGRPCAddr, "OTLP gRPC listener (the Export services of every signal); empty disables it")
+	fs.String("otlp-http-addr", opts.OTLPHTTPAddr, "OTLP HTTP listener (/v1/metrics, /v1/logs, ...; the main listener also serves /otlp/v1/...); empty disables it")
 	var (
-		dataDir    = fs.String("data-dir", opts.DataDir, "directory for the write-ahead log and the database")
-		httpAddr   = fs.String("http-addr", opts.HTTPAddr, "main HTTP listener: Prometheus API, remote write (/api/v1/write), /metrics, /-/healthy, /-/ready")
-		otlpGRPC   = fs.String("otlp-grpc-addr", opts.OTLPGRPCAddr, "OTLP gRPC listener (MetricsService/Export); empty disables it")
-		otlpHTTP   = fs.String("otlp-http-addr", opts.OTLPHTTPAddr, "OTLP HTTP listener (/v1/metrics; the main listener also serves /otlp/v1/metrics); empty disables it")
 		retention  = durationFlag(opts.Storage.Retention)
+		retMetrics = durationFlag(0)
+		retLogs    = durationFlag(0)
+		retTraces  = durationFlag(0)
+		checkCfg   = fs.String("check-config", "", "validate this configuration file (every key, value and the workload-context rules) and exit: 0 when valid, 2 with the reason when not")
 		oooWindow  = durationFlag(opts.Storage.OutOfOrderWindow)
-		configFile = fs.String("config", "", "YAML file with settings flags do not cover (limits, query timeout, max samples); see docs/configuration.md")
+		configFile = fs.String("config", "", "YAML configuration file: every setting, including those no flag covers (limits, log store, workload-context mapping); flags given win; see docs/configuration.md")
 		adminAPI   = fs.Bool("enable-admin-api", opts.EnableAdminAPI, "serve /api/v1/admin/tsdb/delete_series and clean_tombstones")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		showVer    = fs.Bool("version", false, "print the version and exit")
 		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
-	fs.Var(&retention, "retention", "how long samples are kept, e.g. 30d, 12h (Prometheus duration syntax)")
+	fs.Var(&retention, "retention", "how long every signal's data is kept, by wall clock, e.g. 30d, 12h (Prometheus duration syntax)")
+	fs.Var(&retMetrics, "retention.metrics", "how long metric samples are kept; default -retention")
+	fs.Var(&retLogs, "retention.logs", "how long log lines are kept; default -retention")
+	fs.Var(&retTraces, "retention.traces", "how long spans are kept; default -retention")
 	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
@@ -108,6 +133,18 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		return opts, flag.ErrHelp
 	}
 
+	if *checkCfg != "" {
+		c, err := loadConfigFile(*checkCfg)
+		if err == nil {
+			err = c.apply(&opts)
+		}
+		if err != nil {
+			return opts, fmt.Errorf("config %s: %w", *checkCfg, err)
+		}
+		fmt.Fprintf(stderr, "config %s is valid\n", *checkCfg)
+		return opts, errConfigChecked
+	}
+	logLevelFromFile := ""
 	if *configFile != "" {
 		c, err := loadConfigFile(*configFile)
 		if err != nil {
@@ -116,36 +153,49 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if err := c.apply(&opts); err != nil {
 			return opts, fmt.Errorf("config %s: %w", *configFile, err)
 		}
+		if c.Server.LogLevel != nil {
+			logLevelFromFile = *c.Server.LogLevel
+		}
 	}
 
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	opts.DataDir = *dataDir
-	opts.HTTPAddr = *httpAddr
-	opts.OTLPGRPCAddr = *otlpGRPC
-	opts.OTLPHTTPAddr = *otlpHTTP
-	if set["retention"] {
-		opts.Storage.Retention = time.Duration(retention)
+	for name, dst := range map[string]*string{"data-dir": &opts.DataDir, "http-addr": &opts.HTTPAddr, "otlp-grpc-addr": &opts.OTLPGRPCAddr, "otlp-http-addr": &opts.OTLPHTTPAddr} {
+		if set[name] {
+			*dst = fs.Lookup(name).Value.String()
+		}
+	}
+	for name, v := range map[string]struct {
+		dst *time.Duration
+		src durationFlag
+	}{
+		"retention":         {&opts.Storage.Retention, retention},
+		"retention.metrics": {&opts.Storage.SignalRetention.Metrics, retMetrics},
+		"retention.logs":    {&opts.Storage.SignalRetention.Logs, retLogs},
+		"retention.traces":  {&opts.Storage.SignalRetention.Traces, retTraces},
+	} {
+		if set[name] {
+			*v.dst = time.Duration(v.src)
+		}
 	}
 	if set["out-of-order-window"] {
 		opts.Storage.OutOfOrderWindow = time.Duration(oooWindow)
 	}
 	if set["wal-sync-interval"] {
-		if *walSync < 0 {
-			return opts, fmt.Errorf("invalid -wal-sync-interval %s: must not be negative", *walSync)
-		}
-		opts.Storage.WALSyncInterval = *walSync
-		if *walSync == 0 {
-			opts.Storage.WALSyncInterval = -1 // storage: negative = fsync per commit
+		if err := setWALSync(&opts.Storage, *walSync); err != nil {
+			return opts, fmt.Errorf("invalid -wal-sync-interval %w", err)
 		}
 	}
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI
 	}
 
+	if set["log-level"] || logLevelFromFile == "" {
+		logLevelFromFile = *logLevel
+	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return opts, fmt.Errorf("invalid -log-level %q: %w", *logLevel, err)
+	if err := level.UnmarshalText([]byte(logLevelFromFile)); err != nil {
+		return opts, fmt.Errorf("invalid -log-level %q: %w", logLevelFromFile, err)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 

@@ -2,14 +2,20 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/otlptranslator"
+
 	"github.com/weftdb/weft/cmd/weft/internal/app"
+	"github.com/weftdb/weft/ingest/otlp"
+	"github.com/weftdb/weft/ingest/workload"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -122,6 +128,14 @@ func TestUsageErrors(t *testing.T) {
 	if err := os.WriteFile(badOTLP, []byte("otlp:\n  translation_stratgy: NoTranslation\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badRule := filepath.Join(t.TempDir(), "bad-rule.yml")
+	if err := os.WriteFile(badRule, []byte("workload_context:\n  rules:\n    - name: __run\n      aliases: [ai.run.id]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "good.yml")
+	if err := os.WriteFile(good, []byte("storage:\n  retention: 7d\n  signal_retention:\n    logs: 3d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -132,8 +146,12 @@ func TestUsageErrors(t *testing.T) {
 		{"version", []string{"-version"}, exitOK, "weft " + version},
 		{"unknown flag", []string{"-nope"}, exitUsage, "flag provided but not defined"},
 		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
-		{"unknown config key", []string{"-config", bad}, exitUsage, "field retension not found"},
-		{"unknown otlp config key", []string{"-config", badOTLP}, exitUsage, "field translation_stratgy not found"},
+		{"unknown config key", []string{"-config", bad}, exitUsage, `line 2: unknown key "retension" in storage; valid keys: retention, signal_retention,`},
+		{"unknown otlp config key", []string{"-config", badOTLP}, exitUsage, `line 2: unknown key "translation_stratgy" in otlp; valid keys: translation_strategy,`},
+		{"bad workload rule", []string{"-config", badRule}, exitUsage, "workload_context: rule 0: name \"__run\""},
+		{"check-config invalid", []string{"-check-config", bad}, exitUsage, `unknown key "retension"`},
+		{"check-config valid", []string{"-check-config", good}, exitOK, "is valid"},
+		{"bad retention override", []string{"-retention.logs", "soon"}, exitUsage, "invalid value"},
 		{"zero block cache", []string{"-config", badCache}, exitUsage, "block_cache_bytes must be positive"},
 		{"missing config", []string{"-config", "/nonexistent.yml"}, exitUsage, "read config"},
 		{"stray argument", []string{"serve"}, exitUsage, "unexpected arguments"},
@@ -160,5 +178,114 @@ func TestSetGCPercent(t *testing.T) {
 	setGCPercent("100") // the runtime already applied the operator's value
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100: GC percent %d, want it left alone", got)
+	}
+}
+
+// TestConfigSchema: the file covers what flags cover and more, each key
+// lands in its option, and a flag given wins over the file.
+func TestConfigSchema(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(cfg, []byte(`
+server:
+  data_dir: /var/lib/weft
+  http_addr: 127.0.0.1:19338
+  otlp_grpc_addr: ""
+  log_level: debug
+storage:
+  retention: 30d
+  signal_retention:
+    logs: 14d
+    traces: 7d
+  wal_sync_interval: 0s
+logs:
+  seal_entries: 1000
+  seal_age: 2m
+logql:
+  max_entries_limit: 2000
+  timeout: 1m
+loki:
+  default_limit: 50
+limits:
+  logs:
+    max_label_names_per_stream: 30
+    max_line_size: 1048576
+  otlp:
+    max_request_bytes: 8388608
+workload_context:
+  rules:
+    - name: run_id
+      aliases: [ai.run.id, mlflow.run.id]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	o, err := parseFlags([]string{"-config", cfg, "-retention.logs", "10d", "-data-dir", "/d"}, &stderr)
+	if err != nil {
+		t.Fatalf("parse: %v (%s)", err, stderr.String())
+	}
+	if o.DataDir != "/d" || o.HTTPAddr != "127.0.0.1:19338" || o.OTLPGRPCAddr != "" || o.OTLPHTTPAddr != ":4318" {
+		t.Errorf("server: data %q http %q grpc %q otlp http %q", o.DataDir, o.HTTPAddr, o.OTLPGRPCAddr, o.OTLPHTTPAddr)
+	}
+	st := o.Storage
+	if st.Retention != 30*24*time.Hour || st.SignalRetention.Logs != 10*24*time.Hour || st.SignalRetention.Traces != 7*24*time.Hour || st.SignalRetention.Metrics != 0 {
+		t.Errorf("retention %v %+v", st.Retention, st.SignalRetention)
+	}
+	if st.WALSyncInterval >= 0 {
+		t.Errorf("wal_sync_interval 0s: %v, want negative (fsync per commit)", st.WALSyncInterval)
+	}
+	if st.Logs.SealEntries != 1000 || st.Logs.SealAge != 2*time.Minute {
+		t.Errorf("logs %+v", st.Logs)
+	}
+	if o.LogQL.MaxEntriesLimit != 2000 || o.LogQL.Timeout != time.Minute || o.Loki.DefaultLimit != 50 {
+		t.Errorf("logql %+v loki limit %d", o.LogQL, o.Loki.DefaultLimit)
+	}
+	if o.Loki.Ingest.MaxLabelNamesPerStream != 30 || o.Loki.Ingest.MaxLineSize != 1<<20 || o.OTLP.MaxRequestBytes != 8<<20 {
+		t.Errorf("limits: loki %+v otlp %d", o.Loki.Ingest, o.OTLP.MaxRequestBytes)
+	}
+	if len(o.Workload.Rules) != 1 || o.Workload.Rules[0].Name != "run_id" || len(o.Workload.Rules[0].Aliases) != 2 {
+		t.Errorf("workload %+v", o.Workload)
+	}
+	if !o.Logger.Enabled(t.Context(), slog.LevelDebug) {
+		t.Error("server.log_level debug not applied")
+	}
+}
+
+// TestConfigOTLP: the otlp section and the top-level workload_context land
+// in the OTLP receiver's options (the schema lives here, not in ingest).
+func TestConfigOTLP(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(cfg, []byte(`
+otlp:
+  translation_strategy: NoUTF8EscapingWithSuffixes
+  promote_resource_attributes: [cloud.region]
+  max_time_span: 1h
+  delta:
+    max_streams: 1000
+    max_idle: 30s
+workload_context:
+  rules:
+    - name: model
+      aliases: [ai.model.name, model]
+    - name: job_id
+      aliases: [slurm.job.id]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	o, err := parseFlags([]string{"-config", cfg}, &stderr)
+	if err != nil {
+		t.Fatalf("parse: %v (%s)", err, stderr.String())
+	}
+	want := app.DefaultOptions().OTLP.Ingest
+	want.TranslationStrategy = otlptranslator.NoUTF8EscapingWithSuffixes
+	want.PromoteResourceAttributes = []string{"cloud.region"}
+	want.MaxTimeSpan = time.Hour
+	want.Delta = otlp.DeltaOptions{MaxStreams: 1000, MaxIdle: 30 * time.Second}
+	if !reflect.DeepEqual(o.OTLP.Ingest, want) {
+		t.Errorf("otlp options\n got %+v\nwant %+v", o.OTLP.Ingest, want)
+	}
+	wantRules := []workload.Rule{{Name: "model", Aliases: []string{"ai.model.name", "model"}}, {Name: "job_id", Aliases: []string{"slurm.job.id"}}}
+	if !reflect.DeepEqual(o.Workload.Rules, wantRules) {
+		t.Errorf("workload rules %+v, want %+v", o.Workload.Rules, wantRules)
 	}
 }

@@ -17,39 +17,39 @@ type Options struct {
 	// Prometheus' otlp.translation_strategy: UnderscoreEscapingWithSuffixes
 	// (default), UnderscoreEscapingWithoutSuffixes, NoUTF8EscapingWithSuffixes
 	// or NoTranslation (UTF-8 names kept as sent).
-	TranslationStrategy otlptranslator.TranslationStrategyOption `yaml:"translation_strategy"`
+	TranslationStrategy otlptranslator.TranslationStrategyOption
 	// PromoteResourceAttributes are resource attributes put on every series
 	// of the resource under their translated names, as in Prometheus.
-	PromoteResourceAttributes []string `yaml:"promote_resource_attributes"`
+	PromoteResourceAttributes []string
 	// PromoteAllResourceAttributes promotes every resource attribute except
 	// IgnoreResourceAttributes.
-	PromoteAllResourceAttributes bool     `yaml:"promote_all_resource_attributes"`
-	IgnoreResourceAttributes     []string `yaml:"ignore_resource_attributes"`
+	PromoteAllResourceAttributes bool
+	IgnoreResourceAttributes     []string
 	// KeepIdentifyingResourceAttributes keeps service.name,
 	// service.namespace and service.instance.id on target_info.
-	KeepIdentifyingResourceAttributes bool `yaml:"keep_identifying_resource_attributes"`
+	KeepIdentifyingResourceAttributes bool
 	// ConvertHistogramsToNHCB stores classic histograms as native histograms
 	// with custom buckets instead of _bucket/_sum/_count series.
-	ConvertHistogramsToNHCB bool `yaml:"convert_histograms_to_nhcb"`
+	ConvertHistogramsToNHCB bool
 	// PromoteScopeMetadata adds otel_scope_name/version/schema_url and
 	// otel_scope_<attr> labels.
-	PromoteScopeMetadata bool `yaml:"promote_scope_metadata"`
+	PromoteScopeMetadata bool
 	// LookbackDelta is the PromQL lookback; target_info gets a sample every
 	// LookbackDelta/2 over a resource's time range. Default 5m.
-	LookbackDelta time.Duration `yaml:"lookback_delta"`
+	LookbackDelta time.Duration
 
 	// MaxTimeSpan bounds the time range of one resource's points in one
 	// request: older points are rejected. It keeps target_info generation
 	// (one sample per LookbackDelta/2 of the range) bounded. Default 24h.
-	MaxTimeSpan time.Duration `yaml:"max_time_span"`
+	MaxTimeSpan time.Duration
 
 	// Workload maps resource attributes to canonical context labels.
-	Workload workload.Options `yaml:"workload_context"`
+	Workload workload.Options
 	// Delta bounds the state kept to convert delta temporality to cumulative.
-	Delta DeltaOptions `yaml:"delta"`
+	Delta DeltaOptions
 
 	// Logger receives per-request warnings; nil discards them.
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 }
 
 // DeltaOptions bound the delta → cumulative state. Memory is about
@@ -59,12 +59,12 @@ type DeltaOptions struct {
 	// MaxStreams caps the number of delta streams with state. When full, the
 	// least recently updated stream is evicted; if it reports again it starts
 	// a new cumulative series (a counter reset with a new start time).
-	MaxStreams int `yaml:"max_streams"`
+	MaxStreams int
 	// MaxIdle expires the state of a stream that has not reported for this
 	// long (checked on every request with delta points, no goroutine).
-	MaxIdle time.Duration `yaml:"max_idle"`
+	MaxIdle time.Duration
 	// Now returns the current time for idle expiry; nil means time.Now.
-	Now func() time.Time `yaml:"-"`
+	Now func() time.Time
 }
 
 // Tuning defaults, each documented in docs/otlp.md.

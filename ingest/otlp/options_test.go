@@ -1,49 +1,11 @@
 package otlp
 
 import (
-	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/otlptranslator"
-	"gopkg.in/yaml.v3"
 
 	"github.com/weftdb/weft/ingest/workload"
 )
-
-func TestOptionsYAML(t *testing.T) {
-	const doc = `
-translation_strategy: NoUTF8EscapingWithSuffixes
-promote_resource_attributes: [cloud.region]
-lookback_delta: 2m
-max_time_span: 1h
-delta:
-  max_streams: 1000
-  max_idle: 30s
-workload_context:
-  rules:
-    - name: job_id
-      aliases: [slurm.job.id]
-`
-	o := DefaultOptions()
-	if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-		t.Fatal(err)
-	}
-	want := DefaultOptions()
-	want.TranslationStrategy = otlptranslator.NoUTF8EscapingWithSuffixes
-	want.PromoteResourceAttributes = []string{"cloud.region"}
-	want.LookbackDelta = 2 * time.Minute
-	want.MaxTimeSpan = time.Hour
-	want.Delta = DeltaOptions{MaxStreams: 1000, MaxIdle: 30 * time.Second}
-	want.Workload = workload.Options{Rules: []workload.Rule{{Name: "job_id", Aliases: []string{"slurm.job.id"}}}}
-	if !reflect.DeepEqual(o, want) {
-		t.Fatalf("got %+v\nwant %+v", o, want)
-	}
-	if _, err := New(nil, o); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestOptionsValidate(t *testing.T) {
 	cases := []struct {

@@ -13,18 +13,18 @@ import (
 type Rule struct {
 	// Name is the canonical label name, a legacy-valid Prometheus label name
 	// ([a-zA-Z_][a-zA-Z0-9_]*) not starting with "__".
-	Name string `yaml:"name"`
+	Name string
 	// Aliases are source attribute or label names, most specific first.
 	// A Rule without aliases matches nothing.
-	Aliases []string `yaml:"aliases"`
+	Aliases []string
 }
 
-// Options configure a Mapping. The YAML shape (under workload_context: in the
-// server's -config file) is documented in docs/workload-context.md.
+// Options configure a Mapping. The server's configuration file sets them
+// under workload_context: (cmd/weft; docs/workload-context.md).
 type Options struct {
 	// Rules are the canonical labels and their aliases. An empty list
 	// disables workload-context labels.
-	Rules []Rule `yaml:"rules"`
+	Rules []Rule
 }
 
 // DefaultOptions returns weft's default context keys: the Kubernetes and host

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"gopkg.in/yaml.v3"
 )
 
 func lookupMap(m map[string]string) func(string) (string, bool) {
@@ -68,32 +67,6 @@ func TestNewValidates(t *testing.T) {
 				t.Fatalf("want ErrInvalidRule, got %v", err)
 			}
 		})
-	}
-}
-
-func TestOptionsYAML(t *testing.T) {
-	const doc = `
-rules:
-  - name: model
-    aliases: [ai.model.name, model]
-  - name: job_id
-    aliases: [slurm.job.id]
-`
-	var o Options
-	if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-		t.Fatal(err)
-	}
-	m, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := m.AppendLabels(nil, lookupMap(map[string]string{"slurm.job.id": "42", "model": "m"}))
-	want := []Label{{"model", "m"}, {"job_id", "42"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	if !reflect.DeepEqual(m.Names(), []string{"model", "job_id"}) {
-		t.Fatalf("names %v", m.Names())
 	}
 }
 

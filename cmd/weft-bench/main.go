@@ -142,6 +142,9 @@ func run(ctx context.Context, o options) error {
 	}
 	ref := bench.CompareAnswers(results)
 	fmt.Println(bench.Markdown(w, results, ref))
+	if err := bench.AllFailed(results); err != nil {
+		return err
+	}
 	path, err := bench.WriteJSON(o.out, results, time.Now())
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"io"
+
+	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
 func tinyOptions(tb testing.TB) WorkloadOptions {
@@ -144,7 +147,7 @@ func TestWorkloadDynamics(t *testing.T) {
 			h.last = sample{s.Timestamp, s.Value}
 		}
 	}
-	if got, want := len(byKey), seg.Expect.Created["DCGM_FI_DEV_GPU_UTIL"]*len(gpuMetrics)+w.Replicas*SeriesPerReplica; got != want {
+	if got, want := len(byKey), seg.Expect.Created["DCGM_FI_DEV_GPU_UTIL"]*SeriesPerGPU+w.Replicas*SeriesPerReplica; got != want {
 		t.Errorf("distinct series %d, want %d", got, want)
 	}
 	if seg.Expect.Created["DCGM_FI_DEV_GPU_UTIL"] <= w.Nodes*GPUsPerNode {
@@ -226,5 +229,53 @@ func TestPayloadsDecode(t *testing.T) {
 	}
 	if w.Spike == nil || w.SpikeSeries < o.SpikeSeries {
 		t.Fatalf("spike of %d series, want >= %d", w.SpikeSeries, o.SpikeSeries)
+	}
+}
+
+// TestGPUFamiliesAreTheAgents checks that every GPU metric name the
+// workload sends is one weft-agent exports (through the shared generator,
+// whose own test holds its family table to gpuagent.AllMetrics), and that
+// every GPU sends each of its families once per scrape.
+func TestGPUFamiliesAreTheAgents(t *testing.T) {
+	o := tinyOptions(t)
+	o.Segments = []Segment{{RW1, 1}}
+	o.SpikeSeries = 0
+	w, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := map[string]bool{}
+	for _, f := range gputelemetry.Families() {
+		agent[f.Name] = true
+	}
+	perGPU := map[string]map[string]bool{} // UUID -> names
+	for _, ts := range decodeRW1(t, w.Segments[0]) {
+		var name, uuid string
+		for _, l := range ts.Labels {
+			switch l.Name {
+			case "__name__":
+				name = l.Value
+			case "UUID":
+				uuid = l.Value
+			}
+		}
+		if strings.HasPrefix(name, "vllm:") {
+			continue
+		}
+		if !agent[name] {
+			t.Errorf("GPU series %s: weft-agent exports no such family", name)
+		}
+		if perGPU[uuid] == nil {
+			perGPU[uuid] = map[string]bool{}
+		}
+		perGPU[uuid][name] = true
+	}
+	for uuid, names := range perGPU {
+		if len(names) != SeriesPerGPU {
+			t.Fatalf("GPU %s sends %d families, want %d", uuid, len(names), SeriesPerGPU)
+		}
+	}
+	if len(perGPU) < w.Nodes*GPUsPerNode {
+		t.Fatalf("%d GPUs sent series, want %d", len(perGPU), w.Nodes*GPUsPerNode)
 	}
 }

@@ -150,10 +150,10 @@ func (n *gpuNode) scrape(g *generator, step int, t int64) {
 	for _, gp := range n.gpus {
 		reading := gp.dev.Step(n.rng, dt, a, gputelemetry.Faults{})
 		i := 0
-		gputelemetry.EmitGPU(gpuKinds, reading, func(_ gputelemetry.Kind, v float64, _ []gputelemetry.Label) {
+		gputelemetry.EmitGPU(gpuKinds, reading, gputelemetry.EmitterFunc(func(_ gputelemetry.Kind, v float64, _ []gputelemetry.Label) {
 			gp.series[i].add(t, v)
 			i++
-		})
+		}))
 		g.step.fbUsedSum += reading.FBUsed
 		g.step.activeGPUs++
 		g.segUtil++

@@ -62,14 +62,14 @@ func (d *Device) auxStep(a Activity, f Faults, dtMs int64) {
 	// PCIe: what the workload asks for, less what a neighbour takes.
 	tr := phaseTraffic[a.Phase]
 	rx, tx := tr.rx, tr.tx
+	if a.Phase == PhaseTraining {
+		rx, tx = rx*(1-a.Starved), tx*(1-a.Starved)
+	}
 	if a.PCIeRxMBps > 0 {
 		rx = a.PCIeRxMBps
 	}
 	if a.PCIeTxMBps > 0 {
 		tx = a.PCIeTxMBps
-	}
-	if a.Phase == PhaseTraining {
-		rx, tx = rx*(1-a.Starved), tx*(1-a.Starved)
 	}
 	noise := func() float64 { return math.Exp(rng.NormFloat64() * 0.15) }
 	r.PCIeRx = math.Round(rx * 1000 * (1 - f.PCIeLoss) * noise())

@@ -19,22 +19,32 @@ func (t Type) String() string {
 // Label is one name/value pair.
 type Label struct{ Name, Value string }
 
-// Emit receives one sample of a family: its value and the labels that tell
-// the family's series apart (link, direction, reason, xid, pid, ...). extra
-// is shared and must not be modified or kept past the call unless copied.
-type Emit func(v float64, extra []Label)
+// Emitter receives the samples of a reading: the family, the value and the
+// labels that tell the family's series apart (link, direction, reason, xid,
+// pid, ...). extra is shared by every reading of the device: it must not be
+// modified, and its first element's address identifies the series within
+// the family.
+type Emitter interface {
+	Emit(k Kind, v float64, extra []Label)
+}
+
+// EmitterFunc adapts a function to an Emitter.
+type EmitterFunc func(k Kind, v float64, extra []Label)
+
+// Emit calls f.
+func (f EmitterFunc) Emit(k Kind, v float64, extra []Label) { f(k, v, extra) }
 
 // Family is one metric family weft-agent exports, under its default
 // (dcgm-exporter) naming.
 type Family struct {
 	Name string
 	Type Type
-	// GPU emits the family's samples of one GPU reading; nil for host
-	// families.
-	GPU func(r *Reading, emit Emit)
+	// GPU emits the family's (kind k's) samples of one GPU reading; nil
+	// for host families.
+	GPU func(r *Reading, k Kind, e Emitter)
 	// Host emits the family's samples of one node's agent; nil for GPU
 	// families. HostLabel says whether the agent labels them with Hostname.
-	Host      func(h *HostReading, emit Emit)
+	Host      func(h *HostReading, k Kind, e Emitter)
 	HostLabel bool
 	// Fixed families have the same series at every scrape of a healthy
 	// GPU of one model (no event, process or MIG series, and the GPU model's
@@ -96,15 +106,15 @@ var families = []Family{
 	{Name: "weft_gpu_process_sm_util", Type: Gauge, GPU: perProcess(func(p *Process) float64 { return p.SMUtil })},
 	{Name: "weft_gpu_process_mem_util", Type: Gauge, GPU: perProcess(func(p *Process) float64 { return p.MemUtl })},
 	{Name: FamilyGPUFailed, Type: Gauge, GPU: gpuFailed, Fixed: true},
-	{Name: "gpu_agent_nvml_up", Type: Gauge, Host: func(h *HostReading, e Emit) { e(h.NVMLUp, nil) }, HostLabel: true},
+	{Name: "gpu_agent_nvml_up", Type: Gauge, Host: func(h *HostReading, k Kind, e Emitter) { e.Emit(k, h.NVMLUp, nil) }, HostLabel: true},
 	{Name: "gpu_agent_nvml_errors_total", Type: Counter, Host: nvmlErrors, HostLabel: true},
 	{Name: "gpu_agent_queue_bytes", Type: Gauge, Host: queued(func(h *HostReading) float64 { return h.QueueBytes })},
 	{Name: "gpu_agent_queue_dropped_bytes_total", Type: Counter, Host: queued(func(h *HostReading) float64 { return h.QueueDroppedBytes })},
 	{Name: "gpu_agent_queue_dropped_segments_total", Type: Counter, Host: queued(func(h *HostReading) float64 { return h.QueueDroppedSegments })},
 	{Name: "gpu_agent_remote_write_failures_total", Type: Counter, Host: queued(func(h *HostReading) float64 { return h.SendFailures })},
-	{Name: "gpu_agent_loki_push_failures_total", Type: Counter, Host: func(h *HostReading, e Emit) {
+	{Name: "gpu_agent_loki_push_failures_total", Type: Counter, Host: func(h *HostReading, k Kind, e Emitter) {
 		if h.Loki {
-			e(h.LokiFailures, nil)
+			e.Emit(k, h.LokiFailures, nil)
 		}
 	}},
 }
@@ -202,22 +212,22 @@ func DefaultKinds() []Kind {
 // Emitters.
 
 func gpu(name string, t Type, f func(*Reading) float64) Family {
-	return Family{Name: name, Type: t, Fixed: true, GPU: func(r *Reading, e Emit) { e(f(r), nil) }}
+	return Family{Name: name, Type: t, Fixed: true, GPU: func(r *Reading, k Kind, e Emitter) { e.Emit(k, f(r), nil) }}
 }
 
 // remap families exist on Ampere and newer, retired-page families before.
 func remap(name string, t Type, f func(*Reading) float64) Family {
-	return Family{Name: name, Type: t, Fixed: true, GPU: func(r *Reading, e Emit) {
+	return Family{Name: name, Type: t, Fixed: true, GPU: func(r *Reading, k Kind, e Emitter) {
 		if r.Arch != ArchVolta {
-			e(f(r), nil)
+			e.Emit(k, f(r), nil)
 		}
 	}}
 }
 
 func retired(name string, t Type, f func(*Reading) float64) Family {
-	return Family{Name: name, Type: t, GPU: func(r *Reading, e Emit) {
+	return Family{Name: name, Type: t, GPU: func(r *Reading, k Kind, e Emitter) {
 		if r.Arch == ArchVolta {
-			e(f(r), nil)
+			e.Emit(k, f(r), nil)
 		}
 	}}
 }
@@ -241,81 +251,81 @@ var policyLabels = [numPolicies][]Label{
 
 func reason(v string) []Label { return []Label{{"reason", v}} }
 
-func clockEventActive(r *Reading, e Emit) {
+func clockEventActive(r *Reading, k Kind, e Emitter) {
 	for _, c := range clockEventNames {
 		v := 0.0
 		if r.ClockReasons&c.bit != 0 {
 			v = 1
 		}
-		e(v, c.lbl)
+		e.Emit(k, v, c.lbl)
 	}
 }
 
-func clockEventSeconds(r *Reading, e Emit) {
+func clockEventSeconds(r *Reading, k Kind, e Emitter) {
 	for i, l := range policyLabels {
-		e(r.ClockEventSeconds[i], l)
+		e.Emit(k, r.ClockEventSeconds[i], l)
 	}
 }
 
-func nvlinkData(r *Reading, e Emit) {
+func nvlinkData(r *Reading, k Kind, e Emitter) {
 	for i := range r.Links {
 		l := &r.Links[i]
-		e(l.TxKiB, l.labels[0])
-		e(l.RxKiB, l.labels[1])
+		e.Emit(k, l.TxKiB, l.labels[0])
+		e.Emit(k, l.RxKiB, l.labels[1])
 	}
 }
 
-func nvlinkUp(r *Reading, e Emit) {
+func nvlinkUp(r *Reading, k Kind, e Emitter) {
 	for i := range r.Links {
 		v := 0.0
 		if r.Links[i].Up {
 			v = 1
 		}
-		e(v, r.Links[i].labels[2])
+		e.Emit(k, v, r.Links[i].labels[2])
 	}
 }
 
-func nvlinkErrors(r *Reading, e Emit) {
+func nvlinkErrors(r *Reading, k Kind, e Emitter) {
 	for i := range r.Links {
 		l := &r.Links[i]
-		for k, v := range l.Errors {
-			e(v, l.errLbl[k])
+		for t, v := range l.Errors {
+			e.Emit(k, v, l.errLbl[t])
 		}
 	}
 }
 
-func xidErrors(r *Reading, e Emit) {
+func xidErrors(r *Reading, k Kind, e Emitter) {
 	for _, x := range r.XIDs {
-		e(x.Count, x.labels)
+		e.Emit(k, x.Count, x.labels)
 	}
 }
 
-func migInfo(r *Reading, e Emit) {
+func migInfo(r *Reading, k Kind, e Emitter) {
 	for _, m := range r.MIG {
-		e(1, m.labels)
+		e.Emit(k, 1, m.labels)
 	}
 }
 
-func migFBUsed(r *Reading, e Emit) {
+func migFBUsed(r *Reading, k Kind, e Emitter) {
 	for _, m := range r.MIG {
-		e(m.FBUsedMiB, m.labels)
+		e.Emit(k, m.FBUsedMiB, m.labels)
 	}
 }
 
-func perProcess(f func(*Process) float64) func(*Reading, Emit) {
-	return func(r *Reading, e Emit) {
+func perProcess(f func(*Process) float64) func(*Reading, Kind, Emitter) {
+	return func(r *Reading, k Kind, e Emitter) {
 		for i := range r.Processes {
-			e(f(&r.Processes[i]), r.Processes[i].labels)
+			e.Emit(k, f(&r.Processes[i]), r.Processes[i].labels)
 		}
 	}
 }
 
-func gpuFailed(r *Reading, e Emit) {
+func gpuFailed(r *Reading, k Kind, e Emitter) {
 	v := 0.0
 	if r.Failed {
 		v = 1
 	}
-	e(v, nil)
+	e.Emit(k, v, nil)
 }
 
 // HostReading is one collection's view of a node's agent itself.
@@ -343,40 +353,40 @@ func NewCallErrors(call string) CallErrors {
 	return CallErrors{Call: call, labels: []Label{{"call", call}}}
 }
 
-func nvmlErrors(h *HostReading, e Emit) {
+func nvmlErrors(h *HostReading, k Kind, e Emitter) {
 	for _, c := range h.Errors {
-		e(c.Count, c.labels)
+		e.Emit(k, c.Count, c.labels)
 	}
 }
 
-func queued(f func(*HostReading) float64) func(*HostReading, Emit) {
-	return func(h *HostReading, e Emit) {
+func queued(f func(*HostReading) float64) func(*HostReading, Kind, Emitter) {
+	return func(h *HostReading, k Kind, e Emitter) {
 		if h.Queue {
-			e(f(h), nil)
+			e.Emit(k, f(h), nil)
 		}
 	}
 }
 
-// EmitGPU calls e for every sample kinds emit for reading r, family by
-// family in the order of kinds. A failed GPU emits gpu_agent_gpu_failed
-// only, as the agent does.
-func EmitGPU(kinds []Kind, r *Reading, e func(k Kind, v float64, extra []Label)) {
+// EmitGPU gives e every sample kinds emit for reading r, family by family
+// in the order of kinds. A failed GPU emits gpu_agent_gpu_failed only, as
+// the agent does.
+func EmitGPU(kinds []Kind, r *Reading, e Emitter) {
 	for _, k := range kinds {
 		f := &families[k]
 		if f.GPU == nil || (r.Failed && f.Name != FamilyGPUFailed) {
 			continue
 		}
-		f.GPU(r, func(v float64, extra []Label) { e(k, v, extra) })
+		f.GPU(r, k, e)
 	}
 }
 
-// EmitHost calls e for every host sample kinds emit for h.
-func EmitHost(kinds []Kind, h *HostReading, e func(k Kind, v float64, extra []Label)) {
+// EmitHost gives e every host sample kinds emit for h.
+func EmitHost(kinds []Kind, h *HostReading, e Emitter) {
 	for _, k := range kinds {
 		f := &families[k]
 		if f.Host == nil {
 			continue
 		}
-		f.Host(h, func(v float64, extra []Label) { e(k, v, extra) })
+		f.Host(h, k, e)
 	}
 }

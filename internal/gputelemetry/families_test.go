@@ -50,9 +50,9 @@ func agentFleet(t *testing.T) (gpuSamples []fleetSample, host HostReading) {
 			if step < 2 {
 				continue
 			}
-			EmitGPU(AllKinds(), r, func(k Kind, v float64, extra []Label) {
+			EmitGPU(AllKinds(), r, EmitterFunc(func(k Kind, v float64, extra []Label) {
 				gpuSamples = append(gpuSamples, fleetSample{d, k, append([]Label(nil), extra...), v})
-			})
+			}))
 		}
 	}
 	host = HostReading{NVMLUp: 1, Queue: true, Loki: true, Errors: []CallErrors{NewCallErrors("GetPcieThroughput")}}
@@ -70,7 +70,7 @@ func TestAgentParity(t *testing.T) {
 	for _, s := range samples {
 		got[s.kind.MetricName()] = s.kind.Family().Type
 	}
-	EmitHost(AllKinds(), &host, func(k Kind, _ float64, _ []Label) { got[k.MetricName()] = k.Family().Type })
+	EmitHost(AllKinds(), &host, EmitterFunc(func(k Kind, _ float64, _ []Label) { got[k.MetricName()] = k.Family().Type }))
 
 	want := map[string]gpuagent.MetricType{}
 	for _, d := range gpuagent.AllMetrics {

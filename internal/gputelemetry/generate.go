@@ -274,13 +274,13 @@ func simulateNode(opts Options, node, slots int) []Series {
 				if missed {
 					continue
 				}
-				EmitGPU(opts.Families, reading, func(kd Kind, v float64, extra []Label) {
+				EmitGPU(opts.Families, reading, EmitterFunc(func(kd Kind, v float64, extra []Label) {
 					s := set.get(g, kd, extra, func() labels.Labels {
 						return toLabels(SeriesLabels(kd.MetricName(), idents[g], ctx, extra, target))
 					})
 					s.T = append(s.T, t)
 					s.V = append(s.V, v)
-				})
+				}))
 			}
 			lastT = t
 		}
@@ -334,7 +334,7 @@ func (s *hostSim) scrape(kinds []Kind, set *seriesSet, t int64, host string, tar
 	if s.rng.Float64() < 0.0005 {
 		h.SendFailures++
 	}
-	EmitHost(kinds, h, func(kd Kind, v float64, extra []Label) {
+	EmitHost(kinds, h, EmitterFunc(func(kd Kind, v float64, extra []Label) {
 		sr := set.get(-1, kd, extra, func() labels.Labels {
 			var hl []Label
 			if kd.Family().HostLabel {
@@ -344,7 +344,7 @@ func (s *hostSim) scrape(kinds []Kind, set *seriesSet, t int64, host string, tar
 		})
 		sr.T = append(sr.T, t)
 		sr.V = append(sr.V, v)
-	})
+	}))
 }
 
 // jitter is the scrape's deviation from its slot: roughly normal, ±max ms.

@@ -33,10 +33,14 @@ type Activity struct {
 	// tensor-pipe activity while training (0-1), FBMiB the framebuffer the
 	// workload holds.
 	Level, Tensor, FBMiB float64
-	// Starved is the share of the interval the GPU waits for its inputs
-	// (data loader, a slower peer's all-reduce): it scales utilization,
-	// power and traffic down.
+	// Starved is the share of the interval the GPU sits idle waiting for
+	// its inputs (the data loader): it scales utilization, power, tensor
+	// activity and traffic down.
 	Starved float64
+	// Spin is the share of the interval spent in a collective (NCCL's
+	// all-reduce, waiting for the slowest peer): its kernels keep the GPU
+	// "utilized" but draw little power and do no tensor work.
+	Spin float64
 	// NVLinkGBps and PCIeRxMBps, PCIeTxMBps are the traffic the workload
 	// drives (all links, both directions; host↔device). Zero: derived from
 	// the phase.
@@ -87,9 +91,16 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 	// sensor reading with its noise. The energy counter integrates the
 	// sensor continuously, so its increments carry the interval's mean
 	// power, whose noise is far smaller.
-	mean := m.IdleWatts + (m.TDPWatts-m.IdleWatts)*math.Pow(load, 1.3)*d.eff
-	if a.Phase == PhaseSpin {
-		mean = m.IdleWatts + (m.TDPWatts-m.IdleWatts)*0.28*d.eff // spinning kernels draw little
+	work := load
+	switch {
+	case a.Phase == PhaseSpin:
+		work = 0.28 // spinning kernels draw little
+	case a.Spin > 0:
+		work = load*(1-a.Spin) + 0.28*a.Spin
+	}
+	mean := m.IdleWatts + (m.TDPWatts-m.IdleWatts)*math.Pow(work, 1.3)*d.eff
+	if d.tempC > m.SlowdownTempC-2 && f.CoolingLoss > 0 {
+		mean *= math.Max(0.4, 1-0.05*(d.tempC-(m.SlowdownTempC-2))) // throttled clocks draw less
 	}
 	d.watts = math.Max(55, mean+rng.NormFloat64()*5)
 	d.energyMJ += int64(math.Max(55, mean+rng.NormFloat64()*0.5) * float64(max(dtMs, 0)))
@@ -140,7 +151,7 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 	tensor := 0.0
 	switch a.Phase {
 	case PhaseTraining:
-		tensor = a.Tensor*(1-a.Starved) + rng.NormFloat64()*0.012
+		tensor = a.Tensor*(1-a.Starved-a.Spin) + rng.NormFloat64()*0.012
 	case PhaseEval:
 		tensor = a.Tensor*0.45 + rng.NormFloat64()*0.01
 	case PhaseStall, PhaseLoading, PhaseSpin:
@@ -196,6 +207,9 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 	d.auxStep(a, f, dtMs)
 	return r
 }
+
+// Failed reports whether the GPU fell off the bus.
+func (d *Device) Failed() bool { return d.read.Failed }
 
 // utilization is DCGM_FI_DEV_GPU_UTIL: an integer percent that sits on a
 // plateau while training and drops for evaluation, checkpoints and stalls.

@@ -120,7 +120,7 @@ func (rc *receiver) write(body []byte) error {
 func (rc *receiver) push(body []byte) error {
 	var req struct {
 		Streams []struct {
-			Stream map[string]string `json:"stream"`
+			Stream map[string]string   `json:"stream"`
 			Values [][]json.RawMessage `json:"values"`
 		} `json:"streams"`
 	}

@@ -115,7 +115,7 @@ type Counts struct {
 	Series       int `json:"series"`        // distinct label sets (a restarted workload's series once)
 	Samples      int `json:"samples"`       // staleness markers excluded
 	StaleMarkers int `json:"stale_markers"` // sent, but never counted by a query
-	Streams      int `json:"streams"`
+	Streams      int `json:"streams"`       // distinct label sets (OTLP: resources)
 	Lines        int `json:"lines"`
 	LokiLines    int `json:"loki_lines"`
 	OTLPLines    int `json:"otlp_lines"`
@@ -138,8 +138,13 @@ func (d *Data) Counts() Counts {
 		}
 	}
 	c.Series = len(distinct)
-	c.Streams = len(d.Streams)
+	streams := map[string]struct{}{}
 	for _, s := range d.Streams {
+		key := labelKey(s.Labels)
+		if s.Via == OTLP {
+			key = "otlp\xff" + labelKey(s.Resource)
+		}
+		streams[key] = struct{}{}
 		c.Lines += len(s.Entries)
 		if s.Via == OTLP {
 			c.OTLPLines += len(s.Entries)
@@ -147,6 +152,7 @@ func (d *Data) Counts() Counts {
 			c.LokiLines += len(s.Entries)
 		}
 	}
+	c.Streams = len(streams)
 	c.Spans = len(d.Spans)
 	traces := map[TraceID]struct{}{}
 	for i := range d.Spans {

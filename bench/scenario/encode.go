@@ -61,6 +61,11 @@ func (o EncodeOptions) withDefaults() EncodeOptions {
 type Request struct {
 	Body []byte
 	Lane int
+	// Block is the time block (of EncodeOptions.Block) the request's data
+	// falls in: Replay sends block by block, every lane of every signal,
+	// so no lane runs ahead of another by more than a block (a receiver
+	// refuses samples too far behind the newest it has).
+	Block int
 	// Items is what it carries: samples (staleness markers included),
 	// lines or spans; Stale counts the staleness markers among samples.
 	Items, Stale int
@@ -148,7 +153,7 @@ func (d *Data) encodeMetrics(o EncodeOptions) ([]Request, error) {
 				if err != nil {
 					return fmt.Errorf("marshal remote write: %w", err)
 				}
-				out = append(out, Request{Body: snappy.Encode(nil, raw), Lane: lane, Items: items, Stale: stales})
+				out = append(out, Request{Body: snappy.Encode(nil, raw), Lane: lane, Block: int((b - first) / block), Items: items, Stale: stales})
 				req, items, stales = prompb.WriteRequest{}, 0, 0
 				buf = make([]prompb.Sample, 0, o.SamplesPerRequest)
 				return nil
@@ -225,7 +230,7 @@ func (d *Data) encodeLogs(o EncodeOptions) (loki, otlp []Request, err error) {
 				if err != nil {
 					return fmt.Errorf("encode loki push: %w", err)
 				}
-				loki = append(loki, Request{Body: body, Lane: lane, Items: lines})
+				loki = append(loki, Request{Body: body, Lane: lane, Block: int((b - first) / block), Items: lines})
 				push, lines = nil, 0
 				return nil
 			}
@@ -237,7 +242,7 @@ func (d *Data) encodeLogs(o EncodeOptions) (loki, otlp []Request, err error) {
 				if err != nil {
 					return fmt.Errorf("encode otlp logs: %w", err)
 				}
-				otlp = append(otlp, Request{Body: body, Lane: lane, Items: records})
+				otlp = append(otlp, Request{Body: body, Lane: lane, Block: int((b - first) / block), Items: records})
 				ld, records = plog.NewLogs(), 0
 				return nil
 			}
@@ -331,12 +336,20 @@ func putAttrs(m pcommon.Map, ls []Label) {
 	}
 }
 
-// encodeTraces batches spans in end-time order, grouped by resource, into
-// requests of at most SpansPerRequest, dealt round-robin over the lanes.
+// encodeTraces batches spans in end-time order, block by block, grouped by
+// resource, into requests of at most SpansPerRequest, dealt round-robin
+// over the lanes.
 func (d *Data) encodeTraces(o EncodeOptions) ([]Request, error) {
 	var out []Request
-	for i := 0; i < len(d.Spans); i += o.SpansPerRequest {
-		batch := d.Spans[i:min(i+o.SpansPerRequest, len(d.Spans))]
+	first, _, block := d.blocks(o)
+	for i := 0; i < len(d.Spans); {
+		blk := (d.Spans[i].End/1e6 - first) / block
+		j := i
+		for j < len(d.Spans) && j-i < o.SpansPerRequest && (d.Spans[j].End/1e6-first)/block == blk {
+			j++
+		}
+		batch := d.Spans[i:j]
+		i = j
 		td := ptrace.NewTraces()
 		byRes := map[int]ptrace.SpanSlice{}
 		for _, sp := range batch {
@@ -369,7 +382,7 @@ func (d *Data) encodeTraces(o EncodeOptions) ([]Request, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode otlp traces: %w", err)
 		}
-		out = append(out, Request{Body: body, Lane: len(out) % o.Lanes, Items: len(batch)})
+		out = append(out, Request{Body: body, Lane: len(out) % o.Lanes, Block: int(max(blk, 0)), Items: len(batch)})
 	}
 	return out, nil
 }

@@ -47,7 +47,7 @@ func (w *world) build() *base {
 	b.others = append(b.others,
 		w.newService(b.router, "code-assist", "qwen2.5-coder-32b-instruct", "v1.8", "devtools", nodes[16].gpus[0:4], 2, 4, 1.1),
 		w.newService(b.router, "embed-search", "bge-m3", "v3.1", "search", nodes[16].gpus[4:8], 1, 30, 0.04))
-	w.oomDecoy(b.multimod, 40*time.Minute)
+	w.oomDecoy(b.multimod, w.o.Onset*45/100)
 	b.decoyNode = nodes[1]
 	w.warmDecoy(nodes[1].gpus[3], -27*time.Minute)
 
@@ -65,14 +65,12 @@ func (w *world) build() *base {
 	return b
 }
 
-// oomDecoy: a rank of r runs out of memory after `after`; the launcher
-// stops the run and restarts it from its last checkpoint three minutes
-// later, under the same run_id. Unrelated to every scenario's cause.
+// oomDecoy: a rank of r runs out of memory `after` the start (well before
+// the onset); the launcher stops the run and restarts it from its last
+// checkpoint three minutes later, under the same run_id. Unrelated to every
+// scenario's cause.
 func (w *world) oomDecoy(r *trainRun, after time.Duration) {
 	at := w.start + after.Milliseconds()
-	if at >= w.onset-5*time.Minute.Milliseconds() && at <= w.onset+20*time.Minute.Milliseconds() {
-		return // keep the decoy clear of the incident
-	}
 	r.killRank, r.killAt = 5, at
 	r.killMsg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 5 has a total capacity of 79.19 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 78.06 GiB memory in use."
 	r.teardownAt = at + 20_000

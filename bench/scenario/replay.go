@@ -78,9 +78,10 @@ const (
 	maxRetryAt = 5 * time.Second
 )
 
-// Replay sends p to t: one goroutine per lane and signal (so at most
-// 4 x p.Lanes requests in flight), each lane's requests in order. It
-// returns when everything was sent or given up on, or ctx ended; the error
+// Replay sends p to t in rounds, one time block after the other: in a
+// round one goroutine per lane and signal (so at most 4 x p.Lanes requests
+// in flight) sends that lane's requests of the block in order. It returns
+// when everything was sent or given up on, or ctx ended; the error
 // is ErrIncomplete (wrapped, with the last failure) when anything was not
 // delivered. Replay owns and joins every goroutine it starts; it is safe to
 // call concurrently (Payloads are not modified).
@@ -119,42 +120,58 @@ func Replay(ctx context.Context, p *Payloads, t Target, o ReplayOptions) (Report
 	var rep Report
 	reps := []*SignalReport{&rep.Metrics, &rep.Loki, &rep.OTLPLogs, &rep.Traces}
 	names := []string{"metrics", "loki", "otlp_logs", "traces"}
-	began := time.Now()
-	var (
-		wg sync.WaitGroup
-		mu sync.Mutex
-	)
+	nLanes := max(p.Lanes, 1)
+	// queues[block][signal][lane] are the requests of a round, in order.
+	var queues [][4][][]*Request
 	for i, sg := range signals {
 		r := reps[i]
 		r.Signal, r.URL, r.Skipped = names[i], sg.url, sg.skip
 		if sg.skip {
 			continue
 		}
-		lanes := make([][]*Request, max(p.Lanes, 1))
 		for j := range sg.reqs {
 			q := &sg.reqs[j]
-			lanes[q.Lane%len(lanes)] = append(lanes[q.Lane%len(lanes)], q)
-		}
-		for _, lane := range lanes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var st SignalReport
-				s := sender{client: client, url: sg.url, headers: sg.hdr, extra: t.Headers, retryFor: o.RetryFor}
-				for _, q := range lane {
-					if ctx.Err() != nil {
-						st.Rejected += q.Items
-						continue
-					}
-					s.send(ctx, q, &st)
-				}
-				mu.Lock()
-				r.merge(st)
-				mu.Unlock()
-			}()
+			for len(queues) <= q.Block {
+				queues = append(queues, [4][][]*Request{})
+			}
+			if queues[q.Block][i] == nil {
+				queues[q.Block][i] = make([][]*Request, nLanes)
+			}
+			queues[q.Block][i][q.Lane%nLanes] = append(queues[q.Block][i][q.Lane%nLanes], q)
 		}
 	}
-	wg.Wait()
+	began := time.Now()
+	var mu sync.Mutex
+	for _, round := range queues {
+		// One round: every lane of every signal sends its requests of the
+		// block; the next block starts when all are done.
+		var wg sync.WaitGroup
+		for i, lanes := range round {
+			sg, r := signals[i], reps[i]
+			for _, lane := range lanes {
+				if len(lane) == 0 {
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var st SignalReport
+					s := sender{client: client, url: sg.url, headers: sg.hdr, extra: t.Headers, retryFor: o.RetryFor}
+					for _, q := range lane {
+						if ctx.Err() != nil {
+							st.Rejected += q.Items
+							continue
+						}
+						s.send(ctx, q, &st)
+					}
+					mu.Lock()
+					r.merge(st)
+					mu.Unlock()
+				}()
+			}
+		}
+		wg.Wait()
+	}
 	rep.Wall = time.Since(began)
 	var failed []string
 	for _, r := range reps {

@@ -33,6 +33,9 @@ type receiver struct {
 	spans    int
 	disorder []string
 	last     map[string]int64
+	newest   int64 // newest sample seen, ms
+	window   int64 // a sample older than newest-window is refused, as a TSDB head does
+	behind   int
 	refuse   map[string]int // path -> requests to refuse
 	status   int
 	seenHdr  bool
@@ -108,6 +111,10 @@ func (rc *receiver) write(body []byte) error {
 		}
 		for _, s := range ts.Samples {
 			rc.order(key.String(), s.Timestamp)
+			if rc.window > 0 && s.Timestamp < rc.newest-rc.window {
+				rc.behind++
+			}
+			rc.newest = max(rc.newest, s.Timestamp)
 			if math.Float64bits(s.Value) == staleNaN {
 				rc.stale++
 			}
@@ -170,7 +177,9 @@ func TestReplay(t *testing.T) {
 		{name: "a 400 is final", refuse: map[string]int{"/otlp/v1/traces": 1}, status: http.StatusBadRequest, traces: true, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := &receiver{last: map[string]int64{}, refuse: tc.refuse, status: tc.status}
+			// Lanes advance block by block: no sample lags the newest by
+			// more than a block and a scrape.
+			rc := &receiver{last: map[string]int64{}, refuse: tc.refuse, status: tc.status, window: (5*time.Minute + 30*time.Second).Milliseconds()}
 			srv := httptest.NewServer(rc)
 			defer srv.Close()
 			rep, err := Replay(context.Background(), p, Target{URL: srv.URL, Headers: map[string]string{"X-Scope-OrgID": "team-a"}},
@@ -180,6 +189,9 @@ func TestReplay(t *testing.T) {
 			}
 			if len(rc.disorder) > 0 {
 				t.Errorf("out of order: %v", rc.disorder)
+			}
+			if rc.behind > 0 {
+				t.Errorf("%d samples arrived more than a block behind the newest", rc.behind)
 			}
 			if !rc.seenHdr {
 				t.Error("the target's headers were not sent")

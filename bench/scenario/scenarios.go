@@ -105,7 +105,7 @@ func nvlinkStall(w *world, b *base) func(evidenceLog) GroundTruth {
 		if s.faults.NVLinkLoss > 0 {
 			w.ev.seen("nvlink", ts)
 		}
-		if s.n != bad && s.ctx != nil && s.act.Phase == gputelemetry.PhaseSpin {
+		if s.n != bad && get(s.ctx, "run_id") == r.id && s.act.Phase == gputelemetry.PhaseSpin {
 			w.ev.seen("peers", ts)
 		}
 	})

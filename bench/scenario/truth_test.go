@@ -439,6 +439,23 @@ func TestDecoys(t *testing.T) {
 			if len(dc.Where.GPUUUIDs) > 0 && slices.Contains(d.Truth.Where.GPUUUIDs, dc.Where.GPUUUIDs[0]) {
 				t.Errorf("%s: decoy %q sits on the cause's GPU", name, dc.What)
 			}
+			if !dc.At.Before(d.Truth.Onset) {
+				t.Errorf("%s: decoy %q at %v, not before the onset", name, dc.What, dc.At)
+			}
+		}
+		// The OOM: one line, and the run restarts from its checkpoint (its
+		// step counter resets, under the same series).
+		if n, _ := lines(d, "CUDA out of memory"); n != 1 {
+			t.Errorf("%s: %d OOM lines", name, n)
+		}
+		restarted := 0
+		for _, s := range d.SeriesNamed(MetricStep, l("run_id", "mm-dit-0158"), l("rank", "0")) {
+			if len(s.T) > 0 && s.T[0] > minutes(d, 15) {
+				restarted++
+			}
+		}
+		if restarted != 1 {
+			t.Errorf("%s: the OOM'd run restarted %d times", name, restarted)
 		}
 	}
 }

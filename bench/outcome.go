@@ -14,29 +14,23 @@ var ErrAllFailed = errors.New("every system failed")
 // AllFailed returns ErrAllFailed, with each system's error, when every
 // result has an error (or there is none); otherwise nil.
 func AllFailed(results []SystemResult) error {
-	errs := make([]string, 0, len(results))
-	for _, r := range results {
-		if r.Error == "" {
-			return nil
-		}
-		errs = append(errs, r.System+": "+trunc(r.Error, 300))
-	}
-	return allFailed(errs)
+	return allFailed(results, func(r SystemResult) (string, string) { return r.System, r.Error })
 }
 
 // AllLogsFailed is AllFailed for the log benchmark's results.
 func AllLogsFailed(results []LogSystemResult) error {
-	errs := make([]string, 0, len(results))
-	for _, r := range results {
-		if r.Error == "" {
-			return nil
-		}
-		errs = append(errs, r.System+": "+trunc(r.Error, 300))
-	}
-	return allFailed(errs)
+	return allFailed(results, func(r LogSystemResult) (string, string) { return r.System, r.Error })
 }
 
-func allFailed(errs []string) error {
+func allFailed[R any](results []R, outcome func(R) (system, err string)) error {
+	errs := make([]string, 0, len(results))
+	for _, r := range results {
+		sys, err := outcome(r)
+		if err == "" {
+			return nil
+		}
+		errs = append(errs, sys+": "+trunc(err, 300))
+	}
 	if len(errs) == 0 {
 		return fmt.Errorf("%w: no system ran", ErrAllFailed)
 	}

@@ -28,6 +28,19 @@ func tinyOptions(tb testing.TB) WorkloadOptions {
 	return o
 }
 
+// tinyRW1 is the tiny workload as one remote-write 1.0 segment, no spike.
+func tinyRW1(tb testing.TB) (WorkloadOptions, *Workload) {
+	tb.Helper()
+	o := tinyOptions(tb)
+	o.Segments = []Segment{{RW1, 1}}
+	o.SpikeSeries = 0
+	w, err := Generate(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o, w
+}
+
 func TestGenerateDeterministic(t *testing.T) {
 	o := tinyOptions(t)
 	a, err := Generate(o)
@@ -88,13 +101,7 @@ func decodeRW1(tb testing.TB, seg *SegmentData) []prompb.TimeSeries {
 }
 
 func TestWorkloadDynamics(t *testing.T) {
-	o := tinyOptions(t)
-	o.Segments = []Segment{{RW1, 1}}
-	o.SpikeSeries = 0
-	w, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, w := tinyRW1(t)
 	seg := w.Segments[0]
 	nSteps := int(o.Duration / o.ScrapeInterval)
 	// Every active series gets one sample per scrape; rotated series add a
@@ -237,13 +244,7 @@ func TestPayloadsDecode(t *testing.T) {
 // whose own test holds its family table to gpuagent.AllMetrics), and that
 // every GPU sends each of its families once per scrape.
 func TestGPUFamiliesAreTheAgents(t *testing.T) {
-	o := tinyOptions(t)
-	o.Segments = []Segment{{RW1, 1}}
-	o.SpikeSeries = 0
-	w, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := tinyRW1(t)
 	agent := map[string]bool{}
 	for _, f := range gputelemetry.Families() {
 		agent[f.Name] = true

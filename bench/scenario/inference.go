@@ -11,11 +11,12 @@ import (
 	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
-// vLLM's histogram bucket bounds (vllm/engine/metrics.py) and the router's
-// (Prometheus client defaults up to a minute).
+// vLLM's histogram bucket bounds (vllm/engine/metrics.py), shared with
+// weft-bench's workload, and the router's (Prometheus client defaults up to a
+// minute). Not to be modified.
 var (
-	e2eBuckets    = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60}
-	ttftBuckets   = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+	E2EBuckets    = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60}
+	TTFTBuckets   = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 	routerBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 )
 
@@ -117,8 +118,8 @@ func (s *service) start(w *world, rp *replica, t int64) {
 	}
 	lbl := []Label{{Name: "instance", Value: rp.pod + ":8000"}, {Name: "job", Value: "vllm"}, {Name: "model", Value: s.model}, {Name: "model_name", Value: s.model}, {Name: "model_version", Value: rp.version},
 		{Name: "namespace", Value: "serving"}, {Name: "node", Value: n.name}, {Name: "pod", Value: rp.pod}, {Name: "service", Value: s.name}}
-	rp.e2e = w.newHisto(MetricE2E, e2eBuckets, lbl)
-	rp.ttft = w.newHisto(MetricTTFT, ttftBuckets, lbl)
+	rp.e2e = w.newHisto(MetricE2E, E2EBuckets, lbl)
+	rp.ttft = w.newHisto(MetricTTFT, TTFTBuckets, lbl)
 	rp.counters = [4]*Series{
 		w.newSeries(MetricSuccess, Counter, lbl, []Label{{Name: "finished_reason", Value: "stop"}}),
 		w.newSeries(MetricSuccess, Counter, lbl, []Label{{Name: "finished_reason", Value: "length"}}),

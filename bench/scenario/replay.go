@@ -1,17 +1,16 @@
 package scenario
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/weftdb/weft/bench/internal/push"
 )
 
 // Target is a weft (or anything speaking its public APIs) to replay into.
@@ -140,6 +139,18 @@ func Replay(ctx context.Context, p *Payloads, t Target, o ReplayOptions) (Report
 			queues[q.Block][i][q.Lane%nLanes] = append(queues[q.Block][i][q.Lane%nLanes], q)
 		}
 	}
+	var senders [4]*push.Sender
+	for i, sg := range signals {
+		h := http.Header{"User-Agent": {"weft-bench-scenario"}}
+		for k, v := range sg.hdr {
+			h.Set(k, v)
+		}
+		for k, v := range t.Headers {
+			h.Set(k, v)
+		}
+		senders[i] = &push.Sender{Client: client, URL: sg.url, Header: h,
+			Policy: push.Policy{RetryFor: o.RetryFor, MinBackoff: minBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAt}}
+	}
 	began := time.Now()
 	var mu sync.Mutex
 	for _, round := range queues {
@@ -147,7 +158,7 @@ func Replay(ctx context.Context, p *Payloads, t Target, o ReplayOptions) (Report
 		// block; the next block starts when all are done.
 		var wg sync.WaitGroup
 		for i, lanes := range round {
-			sg, r := signals[i], reps[i]
+			r := reps[i]
 			for _, lane := range lanes {
 				if len(lane) == 0 {
 					continue
@@ -156,13 +167,12 @@ func Replay(ctx context.Context, p *Payloads, t Target, o ReplayOptions) (Report
 				go func() {
 					defer wg.Done()
 					var st SignalReport
-					s := sender{client: client, url: sg.url, headers: sg.hdr, extra: t.Headers, retryFor: o.RetryFor}
 					for _, q := range lane {
 						if ctx.Err() != nil {
 							st.Rejected += q.Items
 							continue
 						}
-						s.send(ctx, q, &st)
+						send(ctx, senders[i], q, &st)
 					}
 					mu.Lock()
 					r.merge(st)
@@ -200,77 +210,20 @@ func (r *SignalReport) merge(o SignalReport) {
 	}
 }
 
-// sender posts one lane's requests. Not safe for concurrent use.
-type sender struct {
-	client         *http.Client
-	url            string
-	headers, extra map[string]string
-	retryFor       time.Duration
-}
-
-// send posts q, retrying 429, 5xx and network errors until retryFor.
-func (s *sender) send(ctx context.Context, q *Request, st *SignalReport) {
-	backoff := minBackoff
-	giveUp := time.Now().Add(s.retryFor)
-	for {
-		code, msg, retryAfter, err := s.post(ctx, q.Body)
-		st.Attempts++
-		if err == nil && code/100 == 2 {
-			st.Requests++
-			st.Sent += q.Items
-			st.Stale += q.Stale
-			st.Bytes += int64(len(q.Body))
-			return
-		}
-		if err != nil {
-			st.LastError = err.Error()
-		} else {
-			st.LastError = fmt.Sprintf("HTTP %d: %s", code, msg)
-		}
-		wait := backoff
-		if retryAfter > 0 {
-			wait = min(retryAfter, maxRetryAt)
-		}
-		retryable := err != nil || code == http.StatusTooManyRequests || code >= 500
-		if !retryable || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
-			st.Rejected += q.Items
-			return
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		backoff = min(2*backoff, maxBackoff)
+// send posts q with the replay's retry policy and books it in st.
+func send(ctx context.Context, s *push.Sender, q *Request, st *SignalReport) {
+	ok, last := s.Send(ctx, q.Body, func(push.Attempt) { st.Attempts++ })
+	if last != "" {
+		st.LastError = last
 	}
-}
-
-func (s *sender) post(ctx context.Context, body []byte) (int, string, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("new request: %w", err)
+	if !ok {
+		st.Rejected += q.Items
+		return
 	}
-	for k, v := range s.headers {
-		req.Header.Set(k, v)
-	}
-	for k, v := range s.extra {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("User-Agent", "weft-bench-scenario")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("post %s: %w", s.url, err)
-	}
-	defer resp.Body.Close()
-	var msg []byte
-	var retryAfter time.Duration
-	if resp.StatusCode/100 != 2 {
-		msg, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-		if sec, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && sec > 0 {
-			retryAfter = time.Duration(sec) * time.Second
-		}
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(msg)), retryAfter, nil
+	st.Requests++
+	st.Sent += q.Items
+	st.Stale += q.Stale
+	st.Bytes += int64(len(q.Body))
 }
 
 // Run generates scenario name, encodes it with the default options and

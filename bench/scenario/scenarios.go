@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -58,9 +59,9 @@ func Generate(name string, opts Options) (*Data, error) {
 	decoys := w.data.Truth.Decoys
 	w.data.Truth = truth(w.ev)
 	w.data.Truth.Scenario, w.data.Truth.Summary, w.data.Truth.Decoys = name, sc.summary, decoys
-	slices.SortStableFunc(w.data.Spans, func(a, b Span) int { return cmpInt(a.End, b.End) })
+	slices.SortStableFunc(w.data.Spans, func(a, b Span) int { return cmp.Compare(a.End, b.End) })
 	for _, st := range w.data.Streams {
-		slices.SortStableFunc(st.Entries, func(a, b Entry) int { return cmpInt(a.T, b.T) })
+		slices.SortStableFunc(st.Entries, func(a, b Entry) int { return cmp.Compare(a.T, b.T) })
 	}
 	return w.data, nil
 }
@@ -393,14 +394,4 @@ func noisyNeighbour(w *world, b *base) func(evidenceLog) GroundTruth {
 			},
 		}
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -304,7 +305,7 @@ func quantile(q float64, buckets []*Series, from, to int64) float64 {
 		}
 		bs = append(bs, b{v, n})
 	}
-	slices.SortFunc(bs, func(x, y b) int { return cmpF(x.le, y.le) })
+	slices.SortFunc(bs, func(x, y b) int { return cmp.Compare(x.le, y.le) })
 	total := bs[len(bs)-1].n
 	rank := q * total
 	prevLE, prevN := 0.0, 0.0
@@ -325,16 +326,6 @@ func nz(v float64) float64 {
 		return 0
 	}
 	return v
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func TestDataloaderStarvationTruth(t *testing.T) {

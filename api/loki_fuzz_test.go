@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 )
 
 // FuzzLokiPush: whatever the body, the push endpoint answers 204, 400 or
@@ -18,7 +18,7 @@ func FuzzLokiPush(f *testing.F) {
 	h := e.srv.Config.Handler
 	f.Add(true, []byte(`{"streams":[{"stream":{"app":"a"},"values":[["1796039400000000000","x",{"k":"v"}]]}]}`))
 	f.Add(true, []byte(`{"streams":[{"stream":{},"values":[["-1",""]]}]}`))
-	f.Add(false, snappy.Encode(nil, []byte("\x0a\x0f\x0a\x09{app=\"a\"}\x12\x02\x12\x00")))
+	f.Add(false, s2.EncodeSnappy(nil, []byte("\x0a\x0f\x0a\x09{app=\"a\"}\x12\x02\x12\x00")))
 	f.Fuzz(func(t *testing.T, isJSON bool, body []byte) {
 		ct := "application/x-protobuf"
 		if isJSON {

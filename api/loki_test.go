@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -260,7 +260,7 @@ func TestLokiPushEncodings(t *testing.T) {
 	st = protowire.AppendBytes(st, ent)
 	req = protowire.AppendTag(req, 1, protowire.BytesType)
 	req = protowire.AppendBytes(req, st)
-	code, body := e.do(t, http.MethodPost, "/loki/api/v1/push", bytes.NewReader(snappy.Encode(nil, req)), map[string]string{"Content-Type": "application/x-protobuf"})
+	code, body := e.do(t, http.MethodPost, "/loki/api/v1/push", bytes.NewReader(s2.EncodeSnappy(nil, req)), map[string]string{"Content-Type": "application/x-protobuf"})
 	if code != http.StatusNoContent {
 		t.Fatalf("protobuf push: %d %s", code, body)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -149,7 +149,7 @@ func BenchmarkOTLPvsRemoteWrite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return snappy.Encode(nil, raw)
+		return s2.EncodeSnappy(nil, raw)
 	}
 
 	stores := []struct {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -23,7 +23,7 @@ func TestRemoteRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, raw)))
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/read", bytes.NewReader(s2.EncodeSnappy(nil, raw)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestRemoteRead(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	dec, err := snappy.Decode(nil, body)
+	dec, err := s2.Decode(nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -91,7 +91,7 @@ func TestRemoteWriteBadInput(t *testing.T) {
 	}{
 		"corrupt snappy":     {[]byte("\x10\xff\xff garbage"), http.StatusBadRequest, "corrupt snappy body"},
 		"snappy bomb":        {[]byte("\xff\xff\xff\x7f garbage"), http.StatusRequestEntityTooLarge, "decompressed body of 268435455 bytes exceeds the limit"},
-		"truncated protobuf": {snappy.Encode(nil, rwMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series})[:100]), http.StatusBadRequest, "malformed remote write request"},
+		"truncated protobuf": {s2.EncodeSnappy(nil, rwMarshal(t, &writev2.Request{Symbols: st.Symbols(), Timeseries: series})[:100]), http.StatusBadRequest, "malformed remote write request"},
 	} {
 		rec := rwPostRaw(t, h, rwCTV2, "snappy", tc.raw)
 		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {

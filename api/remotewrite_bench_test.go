@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -78,7 +78,7 @@ func (p *rwBenchPayload) encode(tb testing.TB, v2 bool, t int64) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return snappy.Encode(nil, raw)
+	return s2.EncodeSnappy(nil, raw)
 }
 
 // rwPromNsPerSeries keeps the Prometheus receiver's figure of this run, by

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 )
 
 // FuzzRemoteWriteHandler sends arbitrary bodies, snappy-compressed or raw, as
@@ -23,7 +23,7 @@ func FuzzRemoteWriteHandler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, v2, compress bool) {
 		body := data
 		if compress {
-			body = snappy.Encode(nil, data)
+			body = s2.EncodeSnappy(nil, data)
 		}
 		ct := rwCTV1
 		if v2 {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -50,7 +50,7 @@ func rwMarshal(tb testing.TB, m interface{ Marshal() ([]byte, error) }) []byte {
 // rwPost sends body (snappy-encoded here) to h and returns the recorded response.
 func rwPost(tb testing.TB, h http.Handler, contentType string, raw []byte) *httptest.ResponseRecorder {
 	tb.Helper()
-	return rwPostRaw(tb, h, contentType, "snappy", snappy.Encode(nil, raw))
+	return rwPostRaw(tb, h, contentType, "snappy", s2.EncodeSnappy(nil, raw))
 }
 
 func rwPostRaw(tb testing.TB, h http.Handler, contentType, encoding string, body []byte) *httptest.ResponseRecorder {

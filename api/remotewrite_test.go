@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -117,23 +117,23 @@ func TestRemoteWriteStatusCodes(t *testing.T) {
 		msg         string
 		headers     map[string]string
 	}{
-		{name: "rw1", contentType: rwCTV1, encoding: "snappy", body: snappy.Encode(nil, v1), code: 204},
-		{name: "rw1 explicit proto", contentType: "application/x-protobuf; proto=prometheus.WriteRequest", encoding: "snappy", body: snappy.Encode(nil, v1), code: 204},
-		{name: "rw1 without content type or encoding", body: snappy.Encode(nil, v1), code: 204},
-		{name: "rw2", contentType: rwCTV2, encoding: "snappy", body: snappy.Encode(nil, v2), code: 204, headers: map[string]string{
+		{name: "rw1", contentType: rwCTV1, encoding: "snappy", body: s2.EncodeSnappy(nil, v1), code: 204},
+		{name: "rw1 explicit proto", contentType: "application/x-protobuf; proto=prometheus.WriteRequest", encoding: "snappy", body: s2.EncodeSnappy(nil, v1), code: 204},
+		{name: "rw1 without content type or encoding", body: s2.EncodeSnappy(nil, v1), code: 204},
+		{name: "rw2", contentType: rwCTV2, encoding: "snappy", body: s2.EncodeSnappy(nil, v2), code: 204, headers: map[string]string{
 			rwSamplesWrittenHeader: "1", rwHistogramsWrittenHeader: "1", rwExemplarsWrittenHeader: "1",
 		}},
 		{name: "get", method: http.MethodGet, code: 405, msg: "method not allowed"},
-		{name: "json", contentType: "application/json", encoding: "snappy", body: snappy.Encode(nil, v1), code: 415, msg: "unsupported content type"},
-		{name: "unknown proto", contentType: "application/x-protobuf;proto=io.prometheus.write.v3.Request", body: snappy.Encode(nil, v1), code: 415, msg: "unsupported remote write message"},
-		{name: "gzip", contentType: rwCTV1, encoding: "gzip", body: snappy.Encode(nil, v1), code: 415, msg: `unsupported content encoding "gzip"`},
+		{name: "json", contentType: "application/json", encoding: "snappy", body: s2.EncodeSnappy(nil, v1), code: 415, msg: "unsupported content type"},
+		{name: "unknown proto", contentType: "application/x-protobuf;proto=io.prometheus.write.v3.Request", body: s2.EncodeSnappy(nil, v1), code: 415, msg: "unsupported remote write message"},
+		{name: "gzip", contentType: rwCTV1, encoding: "gzip", body: s2.EncodeSnappy(nil, v1), code: 415, msg: `unsupported content encoding "gzip"`},
 		{name: "body over limit", contentType: rwCTV1, encoding: "snappy", body: big, code: 413, msg: "exceeds the limit of 1024 bytes"},
 		{name: "chunked body over limit", contentType: rwCTV1, encoding: "snappy", body: big, chunked: true, code: 413, msg: "exceeds the limit of 1024 bytes"},
-		{name: "decoded over limit", contentType: rwCTV2, encoding: "snappy", body: snappy.Encode(nil, bytes.Repeat([]byte{'a'}, 8192)), code: 413, msg: "decompressed body of 8192 bytes exceeds the limit of 4096 bytes",
+		{name: "decoded over limit", contentType: rwCTV2, encoding: "snappy", body: s2.EncodeSnappy(nil, bytes.Repeat([]byte{'a'}, 8192)), code: 413, msg: "decompressed body of 8192 bytes exceeds the limit of 4096 bytes",
 			headers: map[string]string{rwSamplesWrittenHeader: "0"}},
 		{name: "corrupt snappy", contentType: rwCTV1, encoding: "snappy", body: []byte{0x20, 0xff, 0xff, 0xff, 0xff, 1, 2}, code: 400, msg: "corrupt snappy body"},
-		{name: "snappy length lies", contentType: rwCTV1, encoding: "snappy", body: append([]byte{0x40}, snappy.Encode(nil, v1)[1:]...), code: 400, msg: "corrupt snappy body"},
-		{name: "truncated protobuf", contentType: rwCTV2, encoding: "snappy", body: snappy.Encode(nil, v2[:len(v2)-3]), code: 400, msg: "malformed remote write request",
+		{name: "snappy length lies", contentType: rwCTV1, encoding: "snappy", body: append([]byte{0x40}, s2.EncodeSnappy(nil, v1)[1:]...), code: 400, msg: "corrupt snappy body"},
+		{name: "truncated protobuf", contentType: rwCTV2, encoding: "snappy", body: s2.EncodeSnappy(nil, v2[:len(v2)-3]), code: 400, msg: "malformed remote write request",
 			headers: map[string]string{rwSamplesWrittenHeader: "0", rwHistogramsWrittenHeader: "0", rwExemplarsWrittenHeader: "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -107,7 +107,7 @@ func encodeRW1(ss []*series) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal rw1: %w", err)
 	}
-	return snappy.Encode(nil, raw), nil
+	return s2.EncodeSnappy(nil, raw), nil
 }
 
 func encodeRW2(ss []*series) ([]byte, error) {
@@ -137,7 +137,7 @@ func encodeRW2(ss []*series) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal rw2: %w", err)
 	}
-	return snappy.Encode(nil, raw), nil
+	return s2.EncodeSnappy(nil, raw), nil
 }
 
 // histAcc gathers the _bucket/_sum/_count series of one classic histogram

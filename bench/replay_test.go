@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -34,7 +34,7 @@ func (s *rwServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "nope", s.status)
 		return
 	}
-	raw, err := snappy.Decode(nil, body)
+	raw, err := s2.Decode(nil, body)
 	var req prompb.WriteRequest
 	if err == nil {
 		err = req.Unmarshal(raw)

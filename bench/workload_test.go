@@ -2,18 +2,17 @@ package bench
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
-
-	"github.com/klauspost/compress/gzip"
-	"io"
 
 	"github.com/weftdb/weft/internal/gputelemetry"
 )
@@ -80,7 +79,7 @@ func decodeRW1(tb testing.TB, seg *SegmentData) []prompb.TimeSeries {
 	tb.Helper()
 	var out []prompb.TimeSeries
 	for _, p := range seg.Payloads {
-		raw, err := snappy.Decode(nil, p.Body)
+		raw, err := s2.Decode(nil, p.Body)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -180,7 +179,7 @@ func TestPayloadsDecode(t *testing.T) {
 				var n int
 				switch seg.Protocol {
 				case RW1:
-					raw, err := snappy.Decode(nil, p.Body)
+					raw, err := s2.Decode(nil, p.Body)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -192,7 +191,7 @@ func TestPayloadsDecode(t *testing.T) {
 						n += len(ts.Samples)
 					}
 				case RW2:
-					raw, err := snappy.Decode(nil, p.Body)
+					raw, err := s2.Decode(nil, p.Body)
 					if err != nil {
 						t.Fatal(err)
 					}

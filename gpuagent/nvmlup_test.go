@@ -1,8 +1,9 @@
 package gpuagent
 
 import (
-	"regexp"
 	"strconv"
+
+	"github.com/grafana/regexp"
 )
 
 // nvmlUpRe matches the exposition line of gpu_agent_nvml_up with value v,

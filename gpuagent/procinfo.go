@@ -9,9 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/grafana/regexp"
 )
 
 // Context is a workload context: weft's canonical context keys to values.

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 )
@@ -238,4 +238,4 @@ func (s *Sender) send(ctx context.Context, rw2 []byte) (retry bool, err error) {
 	}
 }
 
-func snappyEncode(b []byte) []byte { return snappy.Encode(nil, b) }
+func snappyEncode(b []byte) []byte { return s2.EncodeSnappy(nil, b) }

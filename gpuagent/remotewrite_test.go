@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 )
@@ -48,7 +48,7 @@ func (r *testReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	comp, _ := io.ReadAll(req.Body)
-	body, err := snappy.Decode(nil, comp)
+	body, err := s2.Decode(nil, comp)
 	if err != nil {
 		http.Error(w, err.Error(), 400)
 		return

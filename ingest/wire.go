@@ -2,77 +2,32 @@ package ingest
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/weftdb/weft/ingest/internal/wire"
 )
 
-// Hand-written protobuf wire helpers. Every function validates lengths and wire
+// Hand-written protobuf wire helpers over ingest/internal/wire (the one
+// toolkit, shared with Loki push): every function validates lengths and wire
 // types, returns an error wrapping ErrMalformed instead of panicking, and
 // accepts both packed and unpacked encodings of repeated scalars, as the
 // protobuf specification requires of parsers.
 
-// Varints, tags, lengths and unknown-field skipping follow the generated
-// gogo/protobuf code that Prometheus' own receiver uses, not the stricter
-// protowire.Consume* functions, so that weft accepts every body Prometheus
-// accepts: a varint has at most 10 bytes and bits beyond 64 are dropped; a
-// field number is the low 32 bits of tag>>3; groups of unknown fields nest
-// by depth.
-
 var (
-	errVarint    = errors.New("varint overflow or truncated")
-	errEOF       = errors.New("unexpected end of data")
-	errTag       = errors.New("illegal tag")
-	errEndGroup  = errors.New("unexpected end group")
-	errWireType  = errors.New("illegal wire type")
-	errLength    = errors.New("invalid length")
-	errTruncated = errors.New("truncated field")
+	varint         = wire.Varint
+	lengthPrefixed = wire.LengthPrefixed
 )
-
-// varint decodes a base-128 varint; n is 0 when b holds no complete varint.
-func varint(b []byte) (v uint64, n int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		return uint64(b[0]), 1
-	}
-	for i := 0; i < 10 && i < len(b); i++ {
-		c := b[i]
-		v |= uint64(c&0x7f) << (7 * uint(i))
-		if c < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
-}
 
 // consumeTag decodes a field tag of a message.
 func consumeTag(msg string, b []byte) (protowire.Number, protowire.Type, int, error) {
-	v, n := varint(b)
-	if n == 0 {
-		return 0, 0, 0, fmt.Errorf("%w: %s tag: %w", ErrMalformed, msg, errVarint)
+	num, typ, n, err := wire.Tag(b)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: %s %w", ErrMalformed, msg, err)
 	}
-	num, typ := int32(v>>3), protowire.Type(v&7)
-	if typ == protowire.EndGroupType {
-		return 0, 0, 0, fmt.Errorf("%w: %s: %w", ErrMalformed, msg, errEndGroup)
-	}
-	if num <= 0 {
-		return 0, 0, 0, fmt.Errorf("%w: %s: %w %d", ErrMalformed, msg, errTag, num)
-	}
-	return protowire.Number(num), typ, n, nil
-}
-
-// lengthPrefixed returns the payload of a length-delimited value at b.
-func lengthPrefixed(b []byte) ([]byte, int, error) {
-	l, n := varint(b)
-	if n == 0 {
-		return nil, 0, errVarint
-	}
-	if int(l) < 0 || l > uint64(len(b)-n) {
-		return nil, 0, errLength
-	}
-	end := n + int(l)
-	return b[n:end], end, nil
+	return num, typ, n, nil
 }
 
 func malformed(what string, n int) error {
@@ -90,59 +45,11 @@ func wrongType(msg string, num protowire.Number, typ protowire.Type) error {
 // skipField consumes an unknown field's value (after its tag), nesting
 // groups by depth like gogo's skip functions.
 func skipField(msg string, _ protowire.Number, typ protowire.Type, b []byte) (int, error) {
-	n, err := skipValue(typ, b)
+	n, err := wire.SkipValue(typ, b)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s unknown field: %w", ErrMalformed, msg, err)
 	}
 	return n, nil
-}
-
-func skipValue(typ protowire.Type, b []byte) (int, error) {
-	depth, i := 0, 0
-	for {
-		switch typ {
-		case protowire.VarintType:
-			_, n := varint(b[i:])
-			if n == 0 {
-				return 0, errVarint
-			}
-			i += n
-		case protowire.Fixed64Type:
-			i += 8
-		case protowire.BytesType:
-			_, n, err := lengthPrefixed(b[i:])
-			if err != nil {
-				return 0, err
-			}
-			i += n
-		case protowire.StartGroupType:
-			depth++
-		case protowire.EndGroupType:
-			if depth == 0 {
-				return 0, errEndGroup
-			}
-			depth--
-		case protowire.Fixed32Type:
-			i += 4
-		default:
-			return 0, errWireType
-		}
-		if i > len(b) {
-			return 0, errTruncated
-		}
-		if depth == 0 {
-			return i, nil
-		}
-		if i >= len(b) {
-			return 0, errEOF
-		}
-		v, n := varint(b[i:])
-		if n == 0 {
-			return 0, errVarint
-		}
-		i += n
-		typ = protowire.Type(v & 7)
-	}
 }
 
 func consumeVarint(msg string, typ protowire.Type, num protowire.Number, b []byte) (uint64, int, error) {

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -153,7 +153,7 @@ func (d *Data) encodeMetrics(o EncodeOptions) ([]Request, error) {
 				if err != nil {
 					return fmt.Errorf("marshal remote write: %w", err)
 				}
-				out = append(out, Request{Body: snappy.Encode(nil, raw), Lane: lane, Block: int((b - first) / block), Items: items, Stale: stales})
+				out = append(out, Request{Body: s2.EncodeSnappy(nil, raw), Lane: lane, Block: int((b - first) / block), Items: items, Stale: stales})
 				req, items, stales = prompb.WriteRequest{}, 0, 0
 				buf = make([]prompb.Sample, 0, o.SamplesPerRequest)
 				return nil

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -96,7 +96,7 @@ func (rc *receiver) order(key string, t int64) {
 }
 
 func (rc *receiver) write(body []byte) error {
-	raw, err := snappy.Decode(nil, body)
+	raw, err := s2.Decode(nil, body)
 	if err != nil {
 		return err
 	}

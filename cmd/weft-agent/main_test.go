@@ -2,8 +2,9 @@ package main
 
 import (
 	"os"
-	"regexp"
 	"testing"
+
+	"github.com/grafana/regexp"
 
 	"github.com/weftdb/weft/gpuagent"
 )

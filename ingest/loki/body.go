@@ -8,8 +8,8 @@ import (
 	"mime"
 	"strings"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 )
 
 // ErrTooLarge: the (decompressed) body is over the limit given to
@@ -49,14 +49,14 @@ func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes in
 	if mt == "application/json" {
 		return DecodeJSON(b)
 	}
-	n, err := snappy.DecodedLen(b)
+	n, err := s2.DecodedLen(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
 	}
 	if int64(n) > maxBytes {
 		return nil, fmt.Errorf("%w: decompresses to %d bytes, limit %d", ErrTooLarge, n, maxBytes)
 	}
-	raw, err := snappy.Decode(nil, b)
+	raw, err := s2.Decode(nil, b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/weftdb/weft/ingest/internal/wire"
 )
 
 // ErrMalformed is wrapped by every error about an undecodable body.
@@ -232,39 +234,8 @@ func decodeTimestamp(b []byte) (int64, error) {
 	return sec*1e9 + nanos, nil
 }
 
-// eachField walks the fields of one message. For bytes fields v is the
-// payload; for varints x is the value. Groups are rejected.
-func eachField(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.Fixed32Type:
-			_, n = protowire.ConsumeFixed32(b)
-		case protowire.Fixed64Type:
-			_, n = protowire.ConsumeFixed64(b)
-		default:
-			return fmt.Errorf("field %d: unsupported wire type %d", num, typ)
-		}
-		if n < 0 {
-			return fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if err := f(num, typ, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// eachField walks the fields of one message (ingest/internal/wire).
+var eachField = wire.EachField
 
 // parseLabelSet parses a label set in Prometheus syntax, {a="b", c="d"}
 // (as Loki clients send it in StreamAdapter.labels). Values are Go-quoted

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 )
 
 func sortPairs(ps []Pair) []Pair {
@@ -140,7 +140,7 @@ func TestDecodeBody(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(js)
 	zw.Close()
-	pb := snappy.Encode(nil, pbPush(pbStream(`{a="b"}`, pbEntry{nanos: 5, line: "x"})))
+	pb := s2.EncodeSnappy(nil, pbPush(pbStream(`{a="b"}`, pbEntry{nanos: 5, line: "x"})))
 	cases := []struct {
 		name, ct, ce string
 		body         []byte

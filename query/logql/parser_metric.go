@@ -2,8 +2,9 @@ package logql
 
 import (
 	"math"
-	"regexp"
 	"strconv"
+
+	"github.com/grafana/regexp"
 )
 
 // Binary operator precedence, as in PromQL (higher binds tighter).

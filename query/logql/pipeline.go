@@ -1,10 +1,11 @@
 package logql
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/grafana/regexp"
 )
 
 // process runs one stage over an entry. It returns the (possibly new) line

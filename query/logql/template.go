@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"text/template"
 	"time"
 	"unicode"
+
+	"github.com/grafana/regexp"
 )
 
 // tmplHolder is a parsed line_format / label_format template. Executions

@@ -2,11 +2,12 @@ package traceql
 
 import (
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/grafana/regexp"
 
 	"github.com/weftdb/weft/storage/traceentry"
 )

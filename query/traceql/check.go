@@ -1,9 +1,10 @@
 package traceql
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/grafana/regexp"
 
 	"github.com/weftdb/weft/storage/traceentry"
 )

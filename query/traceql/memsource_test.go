@@ -3,8 +3,9 @@ package traceql
 import (
 	"cmp"
 	"context"
-	"regexp"
 	"strings"
+
+	"github.com/grafana/regexp"
 
 	"github.com/weftdb/weft/storage/traceentry"
 )

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	jsoniter "github.com/json-iterator/go"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/util/jsonutil"
 	"go.uber.org/goleak"
@@ -41,7 +41,7 @@ func pushRW1(tb testing.TB, client *http.Client, base string, ts []prompb.TimeSe
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, raw)))
+	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/write", bytes.NewReader(s2.EncodeSnappy(nil, raw)))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -111,7 +111,21 @@ func decodeChunkValue(v []byte, mint int64) (sealedChunk, error) {
 		return sealedChunk{}, errBadChunk
 	}
 	c.n, c.maxt, c.data = int(n), mint+int64(d), rest[k:]
+	// Prometheus' chunk decoders trust their header (its chunks come from
+	// checksummed files): a value too short for it must not reach them.
+	if c.enc != encColumnar && len(c.data) < promChunkHeaderLen(c.enc) {
+		return sealedChunk{}, errBadChunk
+	}
 	return c, nil
+}
+
+// promChunkHeaderLen is the header length of a Prometheus chunk encoding:
+// the sample count, plus the counter-reset flags of histogram chunks.
+func promChunkHeaderLen(enc chunkenc.Encoding) int {
+	if enc == chunkenc.EncXOR {
+		return 2
+	}
+	return 3
 }
 
 // partitionSet is the sorted set of partitions that hold chunks.

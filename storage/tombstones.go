@@ -73,13 +73,21 @@ func (db *DB) loadTombstones() error {
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if len(k) != 2+24 {
-			continue
+		if id, iv, ok := parseTombKey(it.Key()); ok {
+			db.tombs.add(id, iv)
 		}
-		db.tombs.add(binary.BigEndian.Uint64(k[2:]), interval{fromOrdered(binary.BigEndian.Uint64(k[10:])), fromOrdered(binary.BigEndian.Uint64(k[18:]))})
 	}
 	return it.Error()
+}
+
+// parseTombKey decodes a key written by appendTombKey; false for any other
+// bytes (a key of another length is skipped, not fatal).
+func parseTombKey(k []byte) (id uint64, iv interval, ok bool) {
+	if len(k) != len(tombPrefix)+24 || string(k[:len(tombPrefix)]) != string(tombPrefix) {
+		return 0, interval{}, false
+	}
+	k = k[len(tombPrefix):]
+	return binary.BigEndian.Uint64(k), interval{fromOrdered(binary.BigEndian.Uint64(k[8:])), fromOrdered(binary.BigEndian.Uint64(k[16:]))}, true
 }
 
 // DeleteSeries marks [mint, maxt] of every series matching ms as deleted.

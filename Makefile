@@ -18,7 +18,7 @@ GOTEST_FLAGS ?= -race -timeout 15m
 
 export WEFT_PEER_BIN := $(PEER_BIN)
 
-.PHONY: all build run test check peers bench-compare clean
+.PHONY: all build run test test-unit lint check peers bench-compare clean
 
 all: build
 
@@ -32,16 +32,24 @@ run:
 	$(GO) build -o $(BIN)/weft ./cmd/weft
 	./$(BIN)/weft -data-dir ./weft-data -http-addr :9338
 
-## test: format and vet checks, then every test with -race.
+## test: format, vet and import checks, then every test with -race.
 ## vet runs without -stdmethods: Prometheus' chunkenc.Iterator has Seek(int64) ValueType,
 ## which every storage iterator must implement and the stdmethods check rejects.
 test: check peers
 	$(GO) test $(GOTEST_FLAGS) ./...
 
+## test-unit: every package's tests but the end-to-end ones: no peers, no browser.
+test-unit: check
+	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v '/e2e$$')
+
+## lint: gofmt, go vet and the one import table (internal/lint).
+lint: check
+
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -stdmethods=false ./...
+	$(GO) test -count=1 ./internal/lint/
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
 peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen

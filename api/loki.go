@@ -182,7 +182,10 @@ func (a *lokiAPI) queryError(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case errors.Is(err, logql.ErrParse), errors.Is(err, logql.ErrLimitExceeded),
 		errors.Is(err, logql.ErrInvalidParams), errors.Is(err, logql.ErrTooManySeries),
-		errors.Is(err, logql.ErrPipeline), errors.Is(err, logql.ErrExecution), errors.Is(err, errBadParam):
+		errors.Is(err, logql.ErrPipeline), errors.Is(err, logql.ErrExecution), errors.Is(err, errBadParam),
+		// Query limits: Loki answers 400 for every per-query limit.
+		errors.Is(err, logql.ErrQueryMemory), errors.Is(err, logql.ErrBytesReadLimit),
+		errors.Is(err, logql.ErrTemplateLimit):
 		lokiError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
 		lokiError(w, 499, "context canceled")

@@ -132,6 +132,7 @@ func applyKeep(s *KeepStage, lb *lbuilder) {
 		lb.changed = true
 	}
 	lb.ls = out
+	lb.invalidate()
 }
 
 func applyLabelFormat(s *LabelFormatStage, lb *lbuilder, line string, ts int64) error {

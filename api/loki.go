@@ -161,7 +161,7 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	return mux
+	return LimitLokiForm(mux, DefaultMaxFormBytes)
 }
 
 // Errors: Loki answers with a plain-text body and the status code.

@@ -17,10 +17,9 @@ import (
 
 // newRemoteReadFuzzHandler is the Prometheus API over weft's own storage
 // with a few series, so that remote read exercises weft's queriers.
-func newRemoteReadFuzzHandler(tb testing.TB) http.Handler {
+func newRemoteReadFuzzHandler(tb testing.TB, t0 int64) http.Handler {
 	db := rwOpenWeft(tb)
 	app := db.Appender(tb.Context())
-	t0 := time.Unix(1700000000, 0).UnixMilli()
 	for i, ls := range []labels.Labels{
 		labels.FromStrings("__name__", "up", "job", "api", "instance", "a:9090"),
 		labels.FromStrings("__name__", "up", "job", "db", "instance", "b:9090"),
@@ -54,15 +53,17 @@ func newRemoteReadFuzzHandler(tb testing.TB) http.Handler {
 // refuse, and answers 200, or 400 for a body that does not decode; a bad
 // matcher is the client's error too (400, see remoteReadGuard).
 func FuzzRemoteRead(f *testing.F) {
-	h := newRemoteReadFuzzHandler(f)
+	// The store accepts samples within its out-of-order window of now.
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Hour).UnixMilli()
+	h := newRemoteReadFuzzHandler(f, t0)
 	for _, rr := range []prompb.ReadRequest{
-		{Queries: []*prompb.Query{{StartTimestampMs: 1700000000000, EndTimestampMs: 1700003600000,
+		{Queries: []*prompb.Query{{StartTimestampMs: t0, EndTimestampMs: t0 + 3600_000,
 			Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "up"}}}}},
 		{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: 1 << 62,
 			Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "job", Value: "a.*|d."}, {Type: prompb.LabelMatcher_NRE, Name: "gpu", Value: ".+"}},
-			Hints:    &prompb.ReadHints{StepMs: 15000, Func: "rate", StartMs: 1700000000000, EndMs: 1700003600000, RangeMs: 300000, Grouping: []string{"job"}, By: true}}},
+			Hints:    &prompb.ReadHints{StepMs: 15000, Func: "rate", StartMs: t0, EndMs: t0 + 3600_000, RangeMs: 300000, Grouping: []string{"job"}, By: true}}},
 			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS}},
-		{Queries: []*prompb.Query{{StartTimestampMs: 1700003600000, EndTimestampMs: 1700000000000,
+		{Queries: []*prompb.Query{{StartTimestampMs: t0 + 3600_000, EndTimestampMs: t0,
 			Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_NEQ, Name: "__name__", Value: ""}}}, {}},
 			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, 7}},
 		{Queries: []*prompb.Query{{Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "job", Value: "("}}}}},

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -177,22 +178,10 @@ func isIdentByte(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 // isOperatorWord reports PromQL's keyword operators (case-insensitive, as
 // Prometheus' lexer reads keywords).
 func isOperatorWord(w string) bool {
-	switch len(w) {
-	case 2, 3, 5, 6:
-	default:
-		return false
-	}
-	var b [6]byte
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
+	for _, k := range [...]string{"or", "and", "unless", "atan2"} {
+		if strings.EqualFold(w, k) {
+			return true
 		}
-		b[i] = c
-	}
-	switch string(b[:len(w)]) {
-	case "or", "and", "unless", "atan2":
-		return true
 	}
 	return false
 }

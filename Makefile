@@ -18,7 +18,7 @@ GOTEST_FLAGS ?= -race -timeout 15m
 
 export WEFT_PEER_BIN := $(PEER_BIN)
 
-.PHONY: all build run test test-unit lint check peers bench-compare clean
+.PHONY: all build run test test-unit lint check peers bench-compare clean fuzz
 
 all: build
 
@@ -50,6 +50,24 @@ check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -stdmethods=false ./...
 	$(GO) test -count=1 ./internal/lint/
+
+## fuzz: run every fuzz target in the repository (found with
+## `go test -list '^Fuzz'`) for FUZZTIME each, one after another; stops at the
+## first failure, whose input go test writes to the package's testdata/fuzz.
+## Not part of `make test` (which runs each target's seed corpus only).
+## FUZZ_PKGS narrows the packages, FUZZ_FLAGS adds go test flags (-parallel 1
+## on a shared machine).
+FUZZTIME   ?= 10s
+FUZZ_PKGS  ?= ./...
+FUZZ_FLAGS ?=
+
+fuzz:
+	@$(GO) test -list '^Fuzz' $(FUZZ_PKGS) | \
+	awk '/^Fuzz/ { n[c++] = $$1 } /^ok / { for (i = 0; i < c; i++) print $$2, n[i]; c = 0 }' | \
+	while read -r pkg target; do \
+		echo "fuzz: $$pkg $$target ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) $$pkg < /dev/null || exit 1; \
+	done
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
 peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen

@@ -24,8 +24,8 @@ var codeForErrorType = map[string]int{
 
 // newFuzzHandler is a ready server over the seed data whose engine is bounded
 // so that no fuzzed input runs long.
-func newFuzzHandler(f *testing.F) http.Handler {
-	db := newSeededDB(f)
+func newFuzzHandler(tb testing.TB) http.Handler {
+	db := newSeededDB(tb)
 	opts := api.DefaultOptions()
 	opts.Storage = db
 	opts.Metadata = db
@@ -35,7 +35,7 @@ func newFuzzHandler(f *testing.F) http.Handler {
 	opts.Engine = query.NewEngine(eo)
 	s, err := api.New(opts)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	s.SetReady(true)
 	return s

@@ -169,9 +169,10 @@ func (a *lokiAPI) routes() []route {
 		{"format_query", a.formatQuery},
 		{"status/buildinfo", a.buildInfo},
 	} {
+		h := LimitLokiForm(e.h, DefaultMaxFormBytes) // a form over 10 MiB answers 413
 		rs = append(rs,
-			route{pattern: "GET " + p + e.path, name: p + e.path, h: e.h},
-			route{pattern: "POST " + p + e.path, name: p + e.path, h: e.h})
+			route{pattern: "GET " + p + e.path, name: p + e.path, h: h},
+			route{pattern: "POST " + p + e.path, name: p + e.path, h: h})
 	}
 	return append(rs,
 		route{pattern: "GET " + p + "tail", name: p + "tail", h: http.HandlerFunc(a.tail)},
@@ -199,7 +200,10 @@ func (a *lokiAPI) queryError(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case errors.Is(err, logql.ErrParse), errors.Is(err, logql.ErrLimitExceeded),
 		errors.Is(err, logql.ErrInvalidParams), errors.Is(err, logql.ErrTooManySeries),
-		errors.Is(err, logql.ErrPipeline), errors.Is(err, logql.ErrExecution), errors.Is(err, errBadParam):
+		errors.Is(err, logql.ErrPipeline), errors.Is(err, logql.ErrExecution), errors.Is(err, errBadParam),
+		// Query limits: Loki answers 400 for every per-query limit.
+		errors.Is(err, logql.ErrQueryMemory), errors.Is(err, logql.ErrBytesReadLimit),
+		errors.Is(err, logql.ErrTemplateLimit):
 		lokiError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
 		lokiError(w, 499, "context canceled")

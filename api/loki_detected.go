@@ -215,7 +215,7 @@ func lineFields(line string, add func(name, value, parser string, path []string)
 		dec.UseNumber()
 		var m map[string]any
 		if dec.Decode(&m) == nil {
-			flattenJSON(m, nil, add)
+			flattenJSON(m, make([]string, 0, 8), add)
 			return
 		}
 	}
@@ -224,23 +224,37 @@ func lineFields(line string, add func(name, value, parser string, path []string)
 	}
 }
 
+// maxFieldDepth bounds the nesting flattenJSON follows, as the json
+// parser stage does; deeper objects are not reported.
+const maxFieldDepth = 64
+
+// flattenJSON reports the leaves of m. path is the keys above m; add gets
+// a path of its own (the recursion shares one stack, so that a deep object
+// costs memory linear in its size).
 func flattenJSON(m map[string]any, path []string, add func(name, value, parser string, path []string)) {
 	for k, v := range m {
-		p := append(slices.Clone(path), k)
+		p := append(path, k)
+		if sub, ok := v.(map[string]any); ok {
+			if len(p) < maxFieldDepth {
+				flattenJSON(sub, p, add)
+			}
+			continue
+		}
+		var val string
 		switch x := v.(type) {
-		case map[string]any:
-			flattenJSON(x, p, add)
 		case []any:
 			raw, _ := json.Marshal(x)
-			add(sanitizeFieldName(strings.Join(p, "_")), string(raw), "json", p)
-		case nil:
+			val = string(raw)
 		case string:
-			add(sanitizeFieldName(strings.Join(p, "_")), x, "json", p)
+			val = x
 		case json.Number:
-			add(sanitizeFieldName(strings.Join(p, "_")), x.String(), "json", p)
+			val = x.String()
 		case bool:
-			add(sanitizeFieldName(strings.Join(p, "_")), strconv.FormatBool(x), "json", p)
+			val = strconv.FormatBool(x)
+		default: // null
+			continue
 		}
+		add(sanitizeFieldName(strings.Join(p, "_")), val, "json", slices.Clone(p))
 	}
 }
 

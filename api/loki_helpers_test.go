@@ -37,6 +37,12 @@ func newLokiEnv(tb testing.TB) *lokiEnv {
 // newLokiEnvWith is newLokiEnv with options changed by mod (if not nil).
 func newLokiEnvWith(tb testing.TB, mod func(*LokiOptions)) *lokiEnv {
 	tb.Helper()
+	return newLokiEnvEngine(tb, logql.EngineOptions{}, mod)
+}
+
+// newLokiEnvEngine is newLokiEnvWith with the LogQL engine's options.
+func newLokiEnvEngine(tb testing.TB, eo logql.EngineOptions, mod func(*LokiOptions)) *lokiEnv {
+	tb.Helper()
 	db, err := pebble.Open(tb.TempDir(), &pebble.Options{Merger: index.Merger(), Logger: lokiQuietLogger{}})
 	if err != nil {
 		tb.Fatal(err)
@@ -52,7 +58,7 @@ func newLokiEnvWith(tb testing.TB, mod func(*LokiOptions)) *lokiEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng := logql.NewEngine(store, logql.EngineOptions{})
+	eng := logql.NewEngine(store, eo)
 	o := DefaultLokiOptions()
 	o.Now = func() time.Time { return lokiNow }
 	if mod != nil {

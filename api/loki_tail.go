@@ -149,7 +149,11 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 			sub.release(countEntries(ready))
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, errTailWrite) {
-					c.Close(websocket.StatusInternalError, truncateReason(err.Error()))
+					code := websocket.StatusInternalError
+					if errors.Is(err, logql.ErrQueryMemory) || errors.Is(err, logql.ErrTemplateLimit) || errors.Is(err, logql.ErrBytesReadLimit) {
+						code = websocket.StatusPolicyViolation // the query's limit, not weft's failure
+					}
+					c.Close(code, truncateReason(err.Error()))
 				}
 				return
 			}

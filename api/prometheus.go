@@ -144,7 +144,7 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 		return instr.wrap("/api/v1"+name, h).ServeHTTP
 	})
 	api.Register(router)
-	return fastGzip(http.StripPrefix("/api/v1", router)), nil
+	return LimitPrometheusForm(remoteReadGuard(fastGzip(http.StripPrefix("/api/v1", router))), DefaultMaxFormBytes), nil
 }
 
 // noScrape answers the scrape-manager endpoints (targets, scrape pools) with

@@ -118,7 +118,8 @@ func NewPrometheusEngine(opts EngineOptions) *promql.Engine {
 }
 
 // NewParser returns the PromQL parser weft uses everywhere (engine and HTTP
-// API), with Prometheus' default options.
+// API), with Prometheus' default options, behind LimitDepth with
+// DefaultMaxQueryDepth.
 func NewParser() parser.Parser {
-	return parser.NewParser(parser.Options{})
+	return LimitDepth(parser.NewParser(parser.Options{}), DefaultMaxQueryDepth)
 }

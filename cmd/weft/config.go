@@ -58,11 +58,15 @@ type fileConfig struct {
 		LookbackDelta  *duration `yaml:"lookback_delta"`
 		MaxConcurrency *int      `yaml:"max_concurrency"`
 	} `yaml:"query"`
+	// LogQL holds the LogQL engine's limits under Loki's names.
 	LogQL struct {
-		Timeout         *duration `yaml:"timeout"`
-		MaxEntriesLimit *int      `yaml:"max_entries_limit"`
-		MaxSeries       *int      `yaml:"max_series"`
-		MaxLookback     *duration `yaml:"max_lookback"`
+		Timeout           *duration `yaml:"query_timeout"`
+		MaxEntriesLimit   *int      `yaml:"max_entries_limit_per_query"`
+		MaxSeries         *int      `yaml:"max_query_series"`
+		MaxQueryBytesRead *int64    `yaml:"max_query_bytes_read"`
+		MaxQueryMemory    *int64    `yaml:"max_query_memory_bytes"`
+		MaxTemplateBytes  *int64    `yaml:"max_template_bytes"`
+		MaxLookback       *duration `yaml:"max_query_lookback"`
 	} `yaml:"logql"`
 	Loki struct {
 		DefaultLimit    *int      `yaml:"default_limit"`
@@ -236,6 +240,9 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setInt(&opts.LogQL.MaxEntriesLimit, c.LogQL.MaxEntriesLimit)
 	setInt(&opts.LogQL.MaxSeries, c.LogQL.MaxSeries)
 	setDur(&opts.LogQL.MaxLookback, c.LogQL.MaxLookback)
+	setInt64(&opts.LogQL.MaxQueryBytesRead, c.LogQL.MaxQueryBytesRead)
+	setInt64(&opts.LogQL.MaxQueryMemory, c.LogQL.MaxQueryMemory)
+	setInt64(&opts.LogQL.MaxTemplateBytes, c.LogQL.MaxTemplateBytes)
 
 	setInt(&opts.Loki.DefaultLimit, c.Loki.DefaultLimit)
 	setDur(&opts.Loki.DefaultLookback, c.Loki.DefaultLookback)

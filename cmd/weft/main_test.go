@@ -201,8 +201,9 @@ logs:
   seal_entries: 1000
   seal_age: 2m
 logql:
-  max_entries_limit: 2000
-  timeout: 1m
+  max_entries_limit_per_query: 2000
+  query_timeout: 1m
+  max_query_memory_bytes: 1048576
 loki:
   default_limit: 50
 limits:
@@ -236,7 +237,7 @@ workload_context:
 	if st.Logs.SealEntries != 1000 || st.Logs.SealAge != 2*time.Minute {
 		t.Errorf("logs %+v", st.Logs)
 	}
-	if o.LogQL.MaxEntriesLimit != 2000 || o.LogQL.Timeout != time.Minute || o.Loki.DefaultLimit != 50 {
+	if o.LogQL.MaxEntriesLimit != 2000 || o.LogQL.Timeout != time.Minute || o.LogQL.MaxQueryMemory != 1<<20 || o.Loki.DefaultLimit != 50 {
 		t.Errorf("logql %+v loki limit %d", o.LogQL, o.Loki.DefaultLimit)
 	}
 	if o.Loki.Ingest.MaxLabelNamesPerStream != 30 || o.Loki.Ingest.MaxLineSize != 1<<20 || o.OTLP.MaxRequestBytes != 8<<20 {

@@ -3,6 +3,7 @@ package logpattern
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -276,4 +277,47 @@ func countNodes(m *Miner) int {
 		total += walk(n)
 	}
 	return total
+}
+
+// A miner's memory is bounded by its options, not by the lines it reads:
+// 5,000 lines that share nothing (each a new pattern) keep at most
+// MaxClusters templates of at most MaxTokens tokens alive, about what 500
+// such lines keep.
+func TestMinerMemoryBounded(t *testing.T) {
+	live := func(f func() *Miner) (uint64, *Miner) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		m := f()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc), m
+	}
+	o := DefaultOptions()
+	feed := func(n int) func() *Miner {
+		return func() *Miner {
+			m := New(o)
+			var b strings.Builder
+			for i := range n {
+				b.Reset()
+				for k := range 200 { // 200 tokens, over MaxTokens, of distinct words
+					fmt.Fprintf(&b, "w%c%c%c ", 'a'+(i+k)%26, 'a'+(i/26+k)%26, 'a'+(i/676+k)%26)
+				}
+				m.Add(b.String(), int64(i%100))
+			}
+			return m
+		}
+	}
+	small, m1 := live(feed(500))
+	large, m2 := live(feed(5000))
+	t.Logf("live heap: %d bytes after 500 lines, %d after 5,000", small, large)
+	if len(m2.Patterns()) > o.MaxClusters || m2.Dropped() == 0 {
+		t.Fatalf("%d patterns, %d dropped", len(m2.Patterns()), m2.Dropped())
+	}
+	// ~300 templates of 128 tokens: a few MB, whatever the lines read.
+	if large > 16<<20 || large > 2*small {
+		t.Fatalf("live heap %d bytes after 5,000 lines, %d after 500", large, small)
+	}
+	runtime.KeepAlive(m1)
+	runtime.KeepAlive(m2)
 }

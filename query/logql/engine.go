@@ -19,6 +19,15 @@ const (
 	// DefaultMaxSeries bounds the series one metric query may produce
 	// (Loki's max_query_series).
 	DefaultMaxSeries = 500
+	// DefaultMaxQueryMemory bounds the memory one query holds (weft's own
+	// limit; Loki has none that bounds a querier's memory). 1 GiB holds
+	// Loki's own worst legal log query, 5,000 entries of 256 KiB lines
+	// with their labels, or 60 million samples.
+	DefaultMaxQueryMemory = 1 << 30
+	// DefaultMaxTemplateBytes bounds what one line_format or label_format
+	// template builds for one entry: 16 times Loki's max_line_size, so any
+	// stored line passes through several template functions.
+	DefaultMaxTemplateBytes = 4 << 20
 )
 
 // EngineOptions configures an Engine.
@@ -35,16 +44,33 @@ type EngineOptions struct {
 	MaxEntriesLimit int
 	// Timeout bounds one query; default DefaultQueryTimeout.
 	Timeout time.Duration
-	// MaxSeries bounds the series of one metric query result; 0 means no bound.
+	// MaxSeries bounds the series of one metric query result (Loki's
+	// max_query_series); 0 means no bound.
 	MaxSeries int
+	// MaxQueryBytesRead bounds the bytes of log lines one query may read
+	// (Loki's max_query_bytes_read); the query fails once it has read more.
+	// 0 (the default, as in Loki) means no bound.
+	MaxQueryBytesRead int64
+	// MaxQueryMemory bounds the estimated bytes one query holds at once:
+	// the entries a log query keeps (lines and labels), and the series,
+	// label sets, samples and per-step values a metric query builds.
+	// Default DefaultMaxQueryMemory; negative means no bound.
+	MaxQueryMemory int64
+	// MaxTemplateBytes bounds what one line_format or label_format
+	// template may build for one entry: its output and every string its
+	// functions build on the way. Default DefaultMaxTemplateBytes; there
+	// is no unbounded setting.
+	MaxTemplateBytes int64
 }
 
 // DefaultEngineOptions returns the options of a default Loki server.
 func DefaultEngineOptions() EngineOptions {
 	return EngineOptions{
-		MaxEntriesLimit: DefaultMaxEntriesLimit,
-		Timeout:         DefaultQueryTimeout,
-		MaxSeries:       DefaultMaxSeries,
+		MaxEntriesLimit:  DefaultMaxEntriesLimit,
+		Timeout:          DefaultQueryTimeout,
+		MaxSeries:        DefaultMaxSeries,
+		MaxQueryMemory:   DefaultMaxQueryMemory,
+		MaxTemplateBytes: DefaultMaxTemplateBytes,
 	}
 }
 
@@ -132,6 +158,13 @@ var (
 	ErrLimitExceeded = errors.New("max entries limit per query exceeded")
 	// ErrTooManySeries: a metric query produced more than MaxSeries series.
 	ErrTooManySeries = errors.New("maximum number of series reached for a single query")
+	// ErrBytesReadLimit: a query read more than MaxQueryBytesRead.
+	ErrBytesReadLimit = errors.New("the query would read too many bytes")
+	// ErrQueryMemory: a query would hold more than MaxQueryMemory.
+	ErrQueryMemory = errors.New("query memory limit exceeded")
+	// ErrTemplateLimit: a template built more than MaxTemplateBytes for one
+	// entry, or ran too many range iterations.
+	ErrTemplateLimit = errors.New("template limit exceeded")
 	// ErrPipeline: a metric query's samples carry an __error__ label.
 	ErrPipeline = errors.New("pipeline error")
 	// ErrExecution: the query is valid but cannot be evaluated over this data
@@ -156,6 +189,12 @@ func NewEngine(src Source, opts EngineOptions) *Engine {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = d.Timeout
+	}
+	if opts.MaxQueryMemory == 0 {
+		opts.MaxQueryMemory = d.MaxQueryMemory
+	}
+	if opts.MaxTemplateBytes <= 0 {
+		opts.MaxTemplateBytes = d.MaxTemplateBytes
 	}
 	lg := opts.Logger
 	if lg == nil {
@@ -182,7 +221,8 @@ func (e *Engine) Query(ctx context.Context, p QueryParams) (*Result, error) {
 	if p.End < p.Start {
 		return nil, fmt.Errorf("%w: end timestamp must not be before start time", ErrInvalidParams)
 	}
-	ev := &evaluator{src: e.src, opts: &e.opts, params: p}
+	setTemplateLimits(expr, e.opts.MaxTemplateBytes)
+	ev := &evaluator{src: e.src, opts: &e.opts, params: p, mem: memBudget{limit: e.opts.MaxQueryMemory}}
 	if e.opts.MaxLookback > 0 {
 		now := time.Now
 		if e.opts.Now != nil {

@@ -25,6 +25,8 @@ type evaluator struct {
 	step   int64 // spacing of steps (1 for instant queries)
 	// minTime is the oldest timestamp a query may select (MaxLookback).
 	minTime int64
+	// mem is the query's memory budget (MaxQueryMemory).
+	mem memBudget
 }
 
 // selectStart applies MaxLookback to the start of a selection.
@@ -53,9 +55,12 @@ func (ev *evaluator) eval(ctx context.Context, expr Expr) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res := ev.toResult(e, v)
+		res, err := ev.toResult(e, v)
+		if err != nil {
+			return nil, err
+		}
 		if n := max(len(res.Matrix), len(res.Vector)); ev.opts.MaxSeries > 0 && n > ev.opts.MaxSeries {
-			return nil, fmt.Errorf("%w (%d)", ErrTooManySeries, ev.opts.MaxSeries)
+			return nil, tooManySeries(ev.opts.MaxSeries)
 		}
 		return res, nil
 	}
@@ -94,16 +99,19 @@ type value struct {
 	v      [][]Sample // per step otherwise
 }
 
-func (ev *evaluator) toResult(e SampleExpr, v *value) *Result {
+func (ev *evaluator) toResult(e SampleExpr, v *value) (*Result, error) {
 	if v.scalar {
 		if ev.params.Instant {
-			return &Result{Type: ValueTypeScalar, Scalar: &Point{T: ev.steps[0], V: v.s[0]}}
+			return &Result{Type: ValueTypeScalar, Scalar: &Point{T: ev.steps[0], V: v.s[0]}}, nil
+		}
+		if err := ev.mem.add(pairCost * int64(len(ev.steps))); err != nil {
+			return nil, err
 		}
 		pts := make([]Point, len(ev.steps))
 		for i, t := range ev.steps {
 			pts[i] = Point{T: t, V: v.s[i]}
 		}
-		return &Result{Type: ValueTypeMatrix, Matrix: []Series{{Labels: labels.EmptyLabels(), Points: pts}}}
+		return &Result{Type: ValueTypeMatrix, Matrix: []Series{{Labels: labels.EmptyLabels(), Points: pts}}}, nil
 	}
 	if ev.params.Instant {
 		vec := v.v[0]
@@ -113,15 +121,21 @@ func (ev *evaluator) toResult(e SampleExpr, v *value) *Result {
 		if vec == nil {
 			vec = []Sample{}
 		}
-		return &Result{Type: ValueTypeVector, Vector: vec}
+		return &Result{Type: ValueTypeVector, Vector: vec}, nil
 	}
 	idx := map[string]int{}
 	var out []Series
 	for _, vec := range v.v {
+		if err := ev.mem.add(pairCost * int64(len(vec))); err != nil {
+			return nil, err
+		}
 		for _, s := range vec {
 			k := s.Labels.String()
 			i, ok := idx[k]
 			if !ok {
+				if err := ev.mem.add(seriesCost + int64(len(k))); err != nil {
+					return nil, err
+				}
 				i = len(out)
 				idx[k] = i
 				out = append(out, Series{Labels: s.Labels})
@@ -133,7 +147,7 @@ func (ev *evaluator) toResult(e SampleExpr, v *value) *Result {
 	if out == nil {
 		out = []Series{}
 	}
-	return &Result{Type: ValueTypeMatrix, Matrix: out}
+	return &Result{Type: ValueTypeMatrix, Matrix: out}, nil
 }
 
 func preservesOrder(e SampleExpr) bool {
@@ -149,12 +163,18 @@ func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, erro
 	}
 	switch e := e.(type) {
 	case *LiteralExpr:
+		if err := ev.mem.add(8 * int64(len(ev.steps))); err != nil {
+			return nil, err
+		}
 		s := make([]float64, len(ev.steps))
 		for i := range s {
 			s[i] = e.Val
 		}
 		return &value{scalar: true, s: s}, nil
 	case *VectorExpr:
+		if err := ev.mem.add(sampleCost * int64(len(ev.steps))); err != nil {
+			return nil, err
+		}
 		v := make([][]Sample, len(ev.steps))
 		for i, t := range ev.steps {
 			v[i] = []Sample{{Labels: labels.EmptyLabels(), T: t, V: e.Val}}
@@ -200,9 +220,21 @@ func (ev *evaluator) evalSample(ctx context.Context, e SampleExpr) (*value, erro
 		if in.scalar {
 			return nil, fmt.Errorf("%w: label_replace needs a vector", ErrExecution)
 		}
+		// Series keep their labels from step to step: replace each label
+		// set once.
+		done := map[string]labels.Labels{}
 		for _, vec := range in.v {
 			for i := range vec {
-				vec[i].Labels = labelReplace(e, vec[i].Labels)
+				k := labelsKey(vec[i].Labels)
+				out, ok := done[k]
+				if !ok {
+					out = labelReplace(e, vec[i].Labels)
+					if err := ev.mem.add(labelsBytes(out) + int64(len(k))); err != nil {
+						return nil, err
+					}
+					done[k] = out
+				}
+				vec[i].Labels = out
 			}
 			if err := checkDuplicates(vec); err != nil {
 				return nil, err

@@ -13,6 +13,7 @@ import (
 type collected struct {
 	labels, stream labels.Labels
 	e              ResultEntry
+	cost           int64 // charged to the query's memory budget
 }
 
 // entryHeap keeps the best `limit` entries: for Backward the newest (a
@@ -99,11 +100,16 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 			continue
 		}
 		ev.stats.EntriesScanned++
-		ev.stats.BytesScanned += int64(len(ent.Line))
+		if err := ev.readBytes(len(ent.Line)); err != nil {
+			return nil, err
+		}
 		if !labels.Equal(stream, curStream) || curStream.IsEmpty() {
 			curCopy = stream.Copy()
 			curStream = curCopy
 			lastKept = p.Start - 1
+			if err := ev.mem.add(labelsBytes(curCopy)); err != nil {
+				return nil, err
+			}
 		}
 		if h.cannotEnter(ent.Timestamp, limit) {
 			continue
@@ -117,7 +123,9 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 		line, ok := ent.Line, true
 		if nf < len(stages) || !ent.Metadata.IsEmpty() {
 			lb.reset(curCopy, ent.Metadata)
-			line, ok = runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
+			if line, ok, err = runStages(stages[nf:], ent.Timestamp, ent.Line, lb); err != nil {
+				return nil, err
+			}
 		} else {
 			lb.changed = false
 		}
@@ -130,19 +138,32 @@ func (ev *evaluator) evalLogs(ctx context.Context, e *LogSelectorExpr) (*Result,
 		if c == nil {
 			c = &collected{}
 		}
+		// Charge before copying the line: a line a template built can be
+		// large, and the budget must stop the query before it is held.
+		cost := entryCost + int64(len(line))
+		if err := ev.mem.add(cost); err != nil {
+			return nil, err
+		}
 		c.e = ResultEntry{Timestamp: ent.Timestamp, Line: strings.Clone(line)}
 		if lb.changed {
 			c.labels = lb.category(255)
 			c.stream = lb.category(catStream)
 			c.e.StructuredMetadata = lb.category(catMetadata)
 			c.e.Parsed = lb.category(catParsed)
+			ls := labelsBytes(c.labels) + labelsBytes(c.stream) + labelsBytes(c.e.StructuredMetadata) + labelsBytes(c.e.Parsed)
+			if err := ev.mem.add(ls); err != nil {
+				return nil, err
+			}
+			cost += ls
 		} else {
 			c.labels, c.stream = curCopy, curCopy
 			c.e.StructuredMetadata, c.e.Parsed = labels.EmptyLabels(), labels.EmptyLabels()
 		}
+		c.cost = cost
 		heap.Push(h, c)
 		if h.Len() > limit {
 			spare = heap.Pop(h).(*collected) // reused by the next kept entry
+			ev.mem.release(spare.cost)
 		}
 	}
 	if err := it.Err(); err != nil {

@@ -59,34 +59,51 @@ func ceilDiv(a, b int64) int64 {
 }
 
 // addCounted adds one entry to the step windows that contain it.
-func (ev *evaluator) addCounted(s *rseries, ts int64, v float64, off, rng int64) {
-	ev.addCountedN(s, ts, 1, int64(v), off, rng)
+func (ev *evaluator) addCounted(s *rseries, ts int64, v float64, off, rng int64) error {
+	return ev.addCountedN(s, ts, 1, int64(v), off, rng)
 }
 
 // addCountedN adds n entries at ts (or at times in the same windows) whose
 // values sum to sum.
-func (ev *evaluator) addCountedN(s *rseries, ts int64, n, sum int64, off, rng int64) {
+func (ev *evaluator) addCountedN(s *rseries, ts int64, n, sum int64, off, rng int64) error {
 	if s.cnt == nil {
+		if err := ev.mem.add(cellCost * int64(len(ev.steps)+1)); err != nil {
+			return err
+		}
 		s.cnt = make([]int64, len(ev.steps)+1)
 		s.sum = make([]int64, len(ev.steps)+1)
 	}
 	// steps t with t-off-rng < ts <= t-off, i.e. ts+off <= t < ts+off+rng
 	k0, k1 := ev.stepSpan(ts, off, rng)
 	if k0 > k1 {
-		return
+		return nil
 	}
 	s.cnt[k0] += n
 	s.cnt[k1+1] -= n
 	s.sum[k0] += sum
 	s.sum[k1+1] -= sum
+	return nil
 }
 
-func (s *rseries) add(t int64, v float64) {
+// addSample keeps one (timestamp, value) pair of s.
+func (ev *evaluator) addSample(s *rseries, t int64, v float64) error {
+	if err := ev.mem.add(pairCost); err != nil {
+		return err
+	}
 	if n := len(s.ts); n > 0 && t < s.ts[n-1] {
 		s.unsorted = true
 	}
 	s.ts = append(s.ts, t)
 	s.vs = append(s.vs, v)
+	return nil
+}
+
+// newSeries charges and returns a series of a range aggregation.
+func (ev *evaluator) newSeries(ls labels.Labels, key string) (*rseries, error) {
+	if err := ev.mem.add(seriesCost + labelsBytes(ls) + int64(len(key))); err != nil {
+		return nil, err
+	}
+	return &rseries{labels: ls}, nil
 }
 
 func (s *rseries) sort() {
@@ -165,7 +182,9 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 		}
 		stream, ent := it.At()
 		ev.stats.EntriesScanned++
-		ev.stats.BytesScanned += int64(len(ent.Line))
+		if err := ev.readBytes(len(ent.Line)); err != nil {
+			return nil, err
+		}
 		if curStream.IsEmpty() || !labels.Equal(stream, curStream) {
 			curCopy = stream.Copy()
 			curStream = curCopy
@@ -181,14 +200,20 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 				v = float64(len(ent.Line))
 			}
 			if countMode {
-				ev.addCounted(curSeries, ent.Timestamp, v, off, rng)
+				err = ev.addCounted(curSeries, ent.Timestamp, v, off, rng)
 			} else {
-				curSeries.add(ent.Timestamp, v)
+				err = ev.addSample(curSeries, ent.Timestamp, v)
+			}
+			if err != nil {
+				return nil, err
 			}
 			continue
 		}
 		lb.reset(curCopy, ent.Metadata)
-		line, ok := runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
+		line, ok, err := runStages(stages[nf:], ent.Timestamp, ent.Line, lb)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			continue
 		}
@@ -226,7 +251,9 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 			if curSeries == nil {
 				key := string(lb.key(grouping, ""))
 				if curSeries = byKey[key]; curSeries == nil {
-					curSeries = &rseries{labels: lb.grouped(grouping, "")}
+					if curSeries, err = ev.newSeries(lb.grouped(grouping, ""), key); err != nil {
+						return nil, err
+					}
 					byKey[key] = curSeries
 					out = append(out, curSeries)
 				}
@@ -238,15 +265,20 @@ func (ev *evaluator) extractSamples(ctx context.Context, e *RangeAggExpr) ([]*rs
 				if len(out) >= maxExtractedSeries {
 					return nil, fmt.Errorf("%w: more than %d series before aggregation", ErrTooManySeries, maxExtractedSeries)
 				}
-				s = &rseries{labels: lb.grouped(grouping, skip)}
+				if s, err = ev.newSeries(lb.grouped(grouping, skip), string(kb)); err != nil {
+					return nil, err
+				}
 				byKey[string(kb)] = s
 				out = append(out, s)
 			}
 		}
 		if countMode {
-			ev.addCounted(s, ent.Timestamp, v, off, rng)
+			err = ev.addCounted(s, ent.Timestamp, v, off, rng)
 		} else {
-			s.add(ent.Timestamp, v)
+			err = ev.addSample(s, ent.Timestamp, v)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -352,6 +384,9 @@ func (ev *evaluator) evalRangeAgg(ctx context.Context, e *RangeAggExpr) (*value,
 				}
 			}
 			if !present {
+				if err := ev.mem.add(sampleCost); err != nil {
+					return nil, err
+				}
 				out.v[i] = []Sample{{Labels: absentLabels(e.Left.Left.Matchers), T: t, V: 1}}
 			}
 		}
@@ -363,6 +398,8 @@ func (ev *evaluator) evalRangeAgg(ctx context.Context, e *RangeAggExpr) (*value,
 		if s.labels.Has(ErrorLabel) {
 			return nil, pipelineErr(s.labels)
 		}
+		// A series adds at most one sample per step: charged after each.
+		added := 0
 		if s.cnt != nil {
 			var c, b int64
 			for i, t := range ev.steps {
@@ -383,8 +420,17 @@ func (ev *evaluator) evalRangeAgg(ctx context.Context, e *RangeAggExpr) (*value,
 					v = float64(b) / rangeSec
 				}
 				out.v[i] = append(out.v[i], Sample{Labels: s.labels, T: t, V: v})
+				added++
+			}
+			if err := ev.mem.add(sampleCost * int64(added)); err != nil {
+				return nil, err
 			}
 			continue
+		}
+		if s.unsorted {
+			if err := ev.mem.add(pairCost*int64(len(s.ts)) + 8*int64(len(s.ts))); err != nil {
+				return nil, err // sort's copies
+			}
 		}
 		s.sort()
 		lo, hi := 0, 0
@@ -407,6 +453,10 @@ func (ev *evaluator) evalRangeAgg(ctx context.Context, e *RangeAggExpr) (*value,
 				continue
 			}
 			out.v[i] = append(out.v[i], Sample{Labels: s.labels, T: t, V: v})
+			added++
+		}
+		if err := ev.mem.add(sampleCost * int64(added)); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -48,6 +48,9 @@ func (ev *evaluator) vectorAgg(e *VectorAggExpr, in *value) (*value, error) {
 				}
 				return c
 			})
+			if err := ev.mem.add(sampleCost * int64(len(res))); err != nil {
+				return nil, err
+			}
 			out.v[i] = res
 			continue
 		}
@@ -58,6 +61,9 @@ func (ev *evaluator) vectorAgg(e *VectorAggExpr, in *value) (*value, error) {
 			k := labelsKey(gl)
 			g := groups[k]
 			if g == nil {
+				if err := ev.mem.add(labelsBytes(gl) + seriesCost + int64(len(k))); err != nil {
+					return nil, err
+				}
 				g = &aggGroup{labels: gl}
 				groups[k] = g
 				order = append(order, g)
@@ -114,6 +120,9 @@ func (ev *evaluator) vectorAgg(e *VectorAggExpr, in *value) (*value, error) {
 				v = variance(g.vals)
 			}
 			out.v[i] = append(out.v[i], Sample{Labels: g.labels, T: t, V: v})
+		}
+		if err := ev.mem.add(sampleCost * int64(len(out.v[i]))); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -177,6 +186,9 @@ func (ev *evaluator) binOp(e *BinOpExpr, l, r *value) (*value, error) {
 	n := len(ev.steps)
 	switch {
 	case l.scalar && r.scalar:
+		if err := ev.mem.add(8 * int64(n)); err != nil {
+			return nil, err
+		}
 		out := &value{scalar: true, s: make([]float64, n)}
 		for i := range out.s {
 			v, _ := arith(e.Op, l.s[i], r.s[i], e.ReturnBool)
@@ -210,6 +222,9 @@ func (ev *evaluator) binOp(e *BinOpExpr, l, r *value) (*value, error) {
 				}
 				out.v[i] = append(out.v[i], Sample{Labels: s.Labels, T: s.T, V: v})
 			}
+			if err := ev.mem.add(sampleCost * int64(len(out.v[i]))); err != nil {
+				return nil, err
+			}
 		}
 		return out, nil
 	}
@@ -217,6 +232,15 @@ func (ev *evaluator) binOp(e *BinOpExpr, l, r *value) (*value, error) {
 	for i := 0; i < n; i++ {
 		res, err := vectorBinop(e, l.v[i], r.v[i])
 		if err != nil {
+			return nil, err
+		}
+		cost := sampleCost * int64(len(res))
+		if e.Matching != nil { // each result sample has a label set of its own
+			for _, s := range res {
+				cost += labelsBytes(s.Labels)
+			}
+		}
+		if err := ev.mem.add(cost); err != nil {
 			return nil, err
 		}
 		out.v[i] = res

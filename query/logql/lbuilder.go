@@ -36,6 +36,11 @@ type lbl struct {
 	cat         uint8
 }
 
+// indexLabelsAt is the number of labels from which an entry's labels are
+// found through a map: a line with many fields (a 256 KiB logfmt line has
+// up to 64k) would otherwise cost quadratic time in set.
+const indexLabelsAt = 32
+
 // lbuilder holds the labels of one entry while the pipeline runs. It is
 // reset per entry and reused, so that the common path does not allocate.
 type lbuilder struct {
@@ -44,7 +49,38 @@ type lbuilder struct {
 	stream  labels.Labels
 	changed bool // anything beyond the stream labels (metadata, parsed, deletions)
 	buf     []byte
+	idx     map[string]int // name → index in ls, when idxOK
+	idxOK   bool
 }
+
+// find returns the index of name in ls, or -1.
+func (b *lbuilder) find(name string) int {
+	if len(b.ls) < indexLabelsAt {
+		for i := range b.ls {
+			if b.ls[i].name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	if !b.idxOK {
+		if b.idx == nil {
+			b.idx = make(map[string]int, 2*len(b.ls))
+		}
+		clear(b.idx)
+		for i := range b.ls {
+			b.idx[b.ls[i].name] = i
+		}
+		b.idxOK = true
+	}
+	if i, ok := b.idx[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// invalidate drops the name index after ls was reordered or shortened.
+func (b *lbuilder) invalidate() { b.idxOK = false }
 
 // reset starts a new entry. stream must stay valid while the builder is used
 // for it; consecutive entries of one stream reuse the converted labels.
@@ -58,6 +94,7 @@ func (b *lbuilder) reset(stream labels.Labels, md labels.Labels) {
 	}
 	b.stream = stream
 	b.ls = append(b.ls[:0], b.base...)
+	b.invalidate()
 	b.changed = false
 	if !md.IsEmpty() {
 		md.Range(func(l labels.Label) {
@@ -70,10 +107,8 @@ func (b *lbuilder) reset(stream labels.Labels, md labels.Labels) {
 func sameLabels(a, b labels.Labels) bool { return labels.Equal(a, b) }
 
 func (b *lbuilder) get(name string) (string, bool) {
-	for i := range b.ls {
-		if b.ls[i].name == name {
-			return b.ls[i].value, true
-		}
+	if i := b.find(name); i >= 0 {
+		return b.ls[i].value, true
 	}
 	return "", false
 }
@@ -83,16 +118,17 @@ func (b *lbuilder) streamHas(name string) bool { return b.stream.Has(name) }
 
 func (b *lbuilder) set(name, value string, cat uint8) {
 	b.changed = true
-	for i := range b.ls {
-		if b.ls[i].name == name {
-			b.ls[i].value = value
-			if cat != catStream {
-				b.ls[i].cat = cat
-			}
-			return
+	if i := b.find(name); i >= 0 {
+		b.ls[i].value = value
+		if cat != catStream {
+			b.ls[i].cat = cat
 		}
+		return
 	}
 	b.ls = append(b.ls, lbl{name, value, cat})
+	if b.idxOK {
+		b.idx[name] = len(b.ls) - 1
+	}
 }
 
 // setParsed adds a parsed label, suffixing _extracted when it collides with
@@ -105,12 +141,10 @@ func (b *lbuilder) setParsed(name, value string) {
 }
 
 func (b *lbuilder) del(name string) {
-	for i := range b.ls {
-		if b.ls[i].name == name {
-			b.ls = append(b.ls[:i], b.ls[i+1:]...)
-			b.changed = true
-			return
-		}
+	if i := b.find(name); i >= 0 {
+		b.ls = append(b.ls[:i], b.ls[i+1:]...)
+		b.invalidate()
+		b.changed = true
 	}
 }
 
@@ -131,6 +165,7 @@ func (b *lbuilder) setErr(kind, details string) {
 
 func (b *lbuilder) sortLabels() {
 	slices.SortFunc(b.ls, func(x, y lbl) int { return strings.Compare(x.name, y.name) })
+	b.invalidate()
 }
 
 // labels returns all labels (any category) as a new sorted labels.Labels.

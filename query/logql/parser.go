@@ -15,6 +15,14 @@ import (
 // maxParseDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxParseDepth = 200
 
+// maxExprHeight bounds the height of a parsed query's tree: binary
+// operators, aggregations and label filter and/or chains, which the parser
+// builds in loops, so that a chain of 100,000 `+` cannot make evaluation
+// and String (quadratic in the height) take minutes. It is half of
+// maxParseDepth: String parenthesizes every nested operator, and the
+// result must parse again.
+const maxExprHeight = maxParseDepth / 2
+
 // ParseExpr parses a LogQL query. Errors are *ParseError.
 func ParseExpr(q string) (Expr, error) {
 	toks, perr := lex(q)
@@ -26,7 +34,51 @@ func ParseExpr(q string) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h := exprHeight(e); h > maxExprHeight {
+		return nil, &ParseError{Msg: fmt.Sprintf("expression nested too deeply: %d levels of operators, aggregations and label filters, at most %d", h, maxExprHeight)}
+	}
 	return e, nil
+}
+
+// exprHeight is the height of e's tree of operators, aggregations and
+// label filters.
+func exprHeight(e Expr) int {
+	switch e := e.(type) {
+	case *LogSelectorExpr:
+		return stagesHeight(e.Stages)
+	case *RangeAggExpr:
+		h := stagesHeight(e.Left.Left.Stages)
+		if u := e.Left.Unwrap; u != nil {
+			for _, f := range u.Filters {
+				h = max(h, filterHeight(f))
+			}
+		}
+		return 1 + h
+	case *VectorAggExpr:
+		return 1 + exprHeight(e.Expr)
+	case *BinOpExpr:
+		return 1 + max(exprHeight(e.LHS), exprHeight(e.RHS))
+	case *LabelReplaceExpr:
+		return 1 + exprHeight(e.Left)
+	}
+	return 1
+}
+
+func stagesHeight(stages []Stage) int {
+	h := 0
+	for _, st := range stages {
+		if f, ok := st.(*LabelFilterStage); ok {
+			h = max(h, filterHeight(f.Filter))
+		}
+	}
+	return h
+}
+
+func filterHeight(f LabelFilter) int {
+	if b, ok := f.(*BinaryLabelFilter); ok {
+		return 1 + max(filterHeight(b.Left), filterHeight(b.Right))
+	}
+	return 1
 }
 
 // ParseSampleExpr parses a metric query.
@@ -554,7 +606,10 @@ func (p *parser) parseLabelFilter() (LabelFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	for p.isIdent("or") {
+	for chain := 1; p.isIdent("or"); chain++ {
+		if p.depth+chain > maxParseDepth { // each operator of a chain nests its left side
+			return nil, p.errAt(p.peek(), "expression nested too deeply")
+		}
 		p.next()
 		right, err := p.parseLabelFilterAnd()
 		if err != nil {
@@ -570,7 +625,10 @@ func (p *parser) parseLabelFilterAnd() (LabelFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	for p.isIdent("and") || (p.isOp(",") && p.peekN(1).kind == tIdent) {
+	for chain := 1; p.isIdent("and") || (p.isOp(",") && p.peekN(1).kind == tIdent); chain++ {
+		if p.depth+chain > maxParseDepth {
+			return nil, p.errAt(p.peek(), "expression nested too deeply")
+		}
 		p.next()
 		right, err := p.parseLabelFilterPrimary()
 		if err != nil {

@@ -51,10 +51,13 @@ func (p *parser) parseSampleExpr(minPrec int) (SampleExpr, error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
+	for chain := 1; ; chain++ {
 		op, ok := p.binOp()
 		if !ok || binPrec[op] < minPrec {
 			return lhs, nil
+		}
+		if p.depth+chain > maxParseDepth { // each operator of a chain nests its left side
+			return nil, p.errAt(p.peek(), "expression nested too deeply")
 		}
 		opTok := p.next()
 		be := &BinOpExpr{Op: op, LHS: lhs}

@@ -180,3 +180,50 @@ func TestParseMatchers(t *testing.T) {
 		}
 	}
 }
+
+// Nesting is bounded wherever the parser nests: parentheses, right- and
+// left-associative operator chains (which the parser builds in loops) and
+// label filter chains. Queries at the bound format to a string that parses
+// again (String parenthesizes every nested operator).
+func TestParseDepthLimits(t *testing.T) {
+	const n = 100_000
+	for name, q := range map[string]string{
+		"parens":          strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		"binary chain":    "1" + strings.Repeat(" + 1", n),
+		"vector chain":    `count_over_time({a="b"}[1m])` + strings.Repeat(` + count_over_time({a="b"}[1m])`, n/10),
+		"power chain":     "1" + strings.Repeat(" ^ 1", n),
+		"and chain":       `{a="b"} | x="1"` + strings.Repeat(` and x="1"`, n),
+		"or chain":        `{a="b"} | x="1"` + strings.Repeat(` or x="1"`, n),
+		"filter parens":   `{a="b"} | ` + strings.Repeat("(", n) + `x="1"` + strings.Repeat(")", n),
+		"aggregations":    strings.Repeat("sum(", n) + `count_over_time({a="b"}[1m])` + strings.Repeat(")", n),
+		"range parens":    `count_over_time(` + strings.Repeat("(", n) + `{a="b"}` + strings.Repeat(")", n) + `[1m])`,
+		"label_replace":   strings.Repeat(`label_replace(`, n) + `vector(1)` + strings.Repeat(`, "a", "b", "c", "d")`, n),
+		"unwrap filters":  `sum_over_time({a="b"} | unwrap x | y="1"` + strings.Repeat(` and y="1"`, n) + `[1m])`,
+		"height of chain": "1" + strings.Repeat(" + 1", maxExprHeight),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseExpr(q)
+			if !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), "nested too deeply") {
+				t.Fatalf("want a nesting error, got %v", err)
+			}
+		})
+	}
+	for name, q := range map[string]string{
+		"binary chain":  "1" + strings.Repeat(" + 1", maxExprHeight-1),
+		"and chain":     `{a="b"} | x="1"` + strings.Repeat(` and x="1"`, maxExprHeight-1),
+		"or and chain":  `{a="b"} | x="1"` + strings.Repeat(` or x="1" and y="2"`, maxExprHeight/2-1),
+		"sum of counts": strings.Repeat("sum(", maxExprHeight-3) + `count_over_time({a="b"} | x="1" or y="2" [1m])` + strings.Repeat(")", maxExprHeight-3),
+		"many stages":   `{a="b"}` + strings.Repeat(` | x="1"`, 10_000),
+		"unary":         strings.Repeat("-", n) + "1",
+	} {
+		t.Run("allowed "+name, func(t *testing.T) {
+			e, err := ParseExpr(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ParseExpr(e.String()); err != nil {
+				t.Fatalf("String does not parse again: %v", err)
+			}
+		})
+	}
+}

@@ -198,14 +198,29 @@ func (s *ParserStage) jsonExprs(line string, lb *lbuilder) {
 		lb.setErr(errJSON, err.Error())
 		return
 	}
+	// The root object is decoded once for all expressions: each would
+	// otherwise decode the whole line again.
+	var rootObj map[string]json.RawMessage
+	rootDecoded := false
 	for i, e := range s.Exprs {
 		cur := root
 		found := true
-		for _, pe := range s.paths[i] {
+		for k, pe := range s.paths[i] {
 			cur = bytes.TrimSpace(cur)
 			if pe.index < 0 {
 				var obj map[string]json.RawMessage
-				if len(cur) == 0 || cur[0] != '{' || json.Unmarshal(cur, &obj) != nil {
+				if k == 0 {
+					if !rootDecoded {
+						rootDecoded = true
+						if len(cur) == 0 || cur[0] != '{' || json.Unmarshal(cur, &rootObj) != nil {
+							rootObj = nil
+						}
+					}
+					obj = rootObj
+				} else if len(cur) == 0 || cur[0] != '{' || json.Unmarshal(cur, &obj) != nil {
+					obj = nil
+				}
+				if obj == nil {
 					found = false
 					break
 				}

@@ -19,6 +19,7 @@ type patPart struct {
 
 func parsePattern(s string) (*pattern, error) {
 	p := &pattern{}
+	seen := map[string]bool{}
 	i := 0
 	lit := strings.Builder{}
 	flush := func() {
@@ -39,11 +40,10 @@ func parsePattern(s string) (*pattern, error) {
 					}
 					part := patPart{capture: true}
 					if name != "_" {
-						for _, n := range p.names {
-							if n == name {
-								return nil, errors.New("duplicate capture name " + name)
-							}
+						if seen[name] {
+							return nil, errors.New("duplicate capture name " + name)
 						}
+						seen[name] = true
 						part.name = name
 						p.names = append(p.names, name)
 					}

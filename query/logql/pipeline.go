@@ -1,6 +1,7 @@
 package logql
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -62,29 +63,36 @@ func lineFiltersMatch(stages []Stage, line string) bool {
 	return true
 }
 
-// runStages runs the pipeline over one entry; lb holds its labels.
-func runStages(stages []Stage, ts int64, line string, lb *lbuilder) (string, bool) {
+// runStages runs the pipeline over one entry; lb holds its labels. It
+// reports whether the entry is kept; an error (a template past its
+// budget, ErrTemplateLimit) fails the query.
+func runStages(stages []Stage, ts int64, line string, lb *lbuilder) (string, bool, error) {
 	for _, st := range stages {
 		switch s := st.(type) {
 		case *LineFilterStage:
 			if !s.process(line) {
-				return line, false
+				return line, false, nil
 			}
 		case *ParserStage:
 			line = s.process(line, lb)
 		case *LabelFilterStage:
 			if !evalLabelFilter(s.Filter, lb) {
-				return line, false
+				return line, false, nil
 			}
 		case *LineFormatStage:
 			out, err := s.tmpl.exec(lb, line, ts)
+			if errors.Is(err, ErrTemplateLimit) {
+				return line, false, err
+			}
 			if err != nil {
 				lb.setErr(errTemplate, err.Error())
 				continue
 			}
 			line = out
 		case *LabelFormatStage:
-			applyLabelFormat(s, lb, line, ts)
+			if err := applyLabelFormat(s, lb, line, ts); err != nil {
+				return line, false, err
+			}
 		case *DropStage:
 			for _, nm := range s.Labels {
 				if nm.Matcher == nil {
@@ -101,7 +109,7 @@ func runStages(stages []Stage, ts int64, line string, lb *lbuilder) (string, boo
 			line = decolorize(line)
 		}
 	}
-	return line, true
+	return line, true, nil
 }
 
 func applyKeep(s *KeepStage, lb *lbuilder) {
@@ -125,9 +133,10 @@ func applyKeep(s *KeepStage, lb *lbuilder) {
 		lb.changed = true
 	}
 	lb.ls = out
+	lb.invalidate()
 }
 
-func applyLabelFormat(s *LabelFormatStage, lb *lbuilder, line string, ts int64) {
+func applyLabelFormat(s *LabelFormatStage, lb *lbuilder, line string, ts int64) error {
 	// Templates see the labels as they were before this stage; renames too.
 	type res struct {
 		dst, val, delSrc string
@@ -137,6 +146,9 @@ func applyLabelFormat(s *LabelFormatStage, lb *lbuilder, line string, ts int64) 
 	for _, op := range s.Ops {
 		if op.IsTmpl {
 			out, err := op.tmpl.exec(lb, line, ts)
+			if errors.Is(err, ErrTemplateLimit) {
+				return err
+			}
 			if err != nil {
 				lb.setErr(errTemplate, err.Error())
 				continue
@@ -162,6 +174,7 @@ func applyLabelFormat(s *LabelFormatStage, lb *lbuilder, line string, ts int64) 
 		}
 		lb.set(r.dst, r.val, catParsed)
 	}
+	return nil
 }
 
 var ansiRE = regexp.MustCompile(`\x1b\[[0-9;]*[a-zA-Z]`)

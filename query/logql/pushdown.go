@@ -122,22 +122,26 @@ func (ev *evaluator) extractCounts(ctx context.Context, e *RangeAggExpr, src Tim
 			lb.reset(curStream, labels.EmptyLabels())
 			key := string(lb.key(e.Grouping, ""))
 			if curSeries = byKey[key]; curSeries == nil {
-				curSeries = &rseries{labels: lb.grouped(e.Grouping, "")}
+				var err error
+				if curSeries, err = ev.newSeries(lb.grouped(e.Grouping, ""), key); err != nil {
+					return err
+				}
 				byKey[key] = curSeries
 				out = append(out, curSeries)
 			}
 		}
 		ev.stats.EntriesScanned += int64(n)
 		if ev.sameSteps(minT, maxT, off, rng) {
-			ev.addCountedN(curSeries, minT, int64(n), int64(n), off, rng)
-			return nil
+			return ev.addCountedN(curSeries, minT, int64(n), int64(n), off, rng)
 		}
 		ts, err := load()
 		if err != nil {
 			return err
 		}
 		for _, t := range ts {
-			ev.addCounted(curSeries, t, 1, off, rng)
+			if err := ev.addCounted(curSeries, t, 1, off, rng); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

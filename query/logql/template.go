@@ -2,407 +2,210 @@ package logql
 
 import (
 	"bytes"
-	"encoding/base64"
+	"errors"
 	"fmt"
-	"math"
-	"net/url"
-	"strconv"
+	"reflect"
 	"strings"
 	"sync"
 	"text/template"
-	"time"
-	"unicode"
-
-	"github.com/grafana/regexp"
+	"text/template/parse"
 )
+
+// Bounds of one template execution that are not options.
+const (
+	// maxTemplateRangeSteps bounds the iterations of every `range` action of
+	// one execution together. text/template ranges over integers, so
+	// `{{range 1000000000}}{{end}}` would otherwise spin without producing a
+	// byte; ranging over an entry's labels, even nested once, stays far
+	// below it.
+	maxTemplateRangeSteps = 10_000
+	// maxTemplateCache bounds the compiled regular expressions and loaded
+	// time zones one template keeps between executions.
+	maxTemplateCache = 16
+	// keepTemplateBuf is the largest output buffer a template keeps for the
+	// next entry; a larger one (a rare huge line) is dropped.
+	keepTemplateBuf = 64 << 10
+	// rangeGuardFunc is the function appended to every range pipeline: it
+	// counts the iterations before the range runs them.
+	rangeGuardFunc = "__weft_range_guard__"
+)
+
+// errTemplateSyntax is a template construct weft refuses at parse time.
+var errTemplateSyntax = errors.New("template definitions and calls (define, block, template) are not supported")
 
 // tmplHolder is a parsed line_format / label_format template. Executions
 // are serialized per holder because the __line__ and __timestamp__
-// functions read the current entry.
+// functions read the current entry and the budget is per execution.
+//
+// Every execution has a budget of limit bytes: what it writes, and every
+// string its functions build on the way (each function that can build
+// more than it was given checks the bound before it builds). Exceeding it
+// fails the execution with ErrTemplateLimit, which fails the query.
 type tmplHolder struct {
-	mu   sync.Mutex
-	t    *template.Template
-	line string
-	ts   int64
-	buf  bytes.Buffer
-	lit  bool // no actions: the template text is the output
+	t     *template.Template
+	text  string
+	lit   bool // no actions: the template text is the output
+	limit int64
+
+	mu    sync.Mutex // guards the fields below
+	line  string
+	ts    int64
+	buf   bytes.Buffer
+	used  int64
+	steps int
+	over  error // set when the budget ran out; the execution's error
+	res   map[string]*regexpOrErr
+	zones map[string]*zoneOrErr
 }
 
 func newTmpl(text string) (*tmplHolder, error) {
-	h := &tmplHolder{}
-	fm := template.FuncMap{}
-	for k, v := range tmplFuncs {
-		fm[k] = v
-	}
-	fm["__line__"] = func() string { return h.line }
-	fm["__timestamp__"] = func() time.Time { return time.Unix(0, h.ts).UTC() }
-	t, err := template.New("").Option("missingkey=zero").Funcs(fm).Parse(text)
+	h := &tmplHolder{text: text, limit: DefaultMaxTemplateBytes}
+	t, err := template.New("").Option("missingkey=zero").Funcs(h.funcs()).Parse(text)
 	if err != nil {
 		return nil, err
+	}
+	if len(t.Templates()) > 1 {
+		return nil, errTemplateSyntax
+	}
+	if t.Tree != nil && t.Root != nil {
+		if err := guardRanges(t.Tree, t.Root); err != nil {
+			return nil, err
+		}
 	}
 	h.t = t
 	h.lit = !strings.Contains(text, "{{")
 	return h, nil
 }
 
+// guardRanges appends rangeGuardFunc to the pipeline of every range action
+// below n, and refuses template calls (which can recurse).
+func guardRanges(tr *parse.Tree, n parse.Node) error {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := guardRanges(tr, c); err != nil {
+				return err
+			}
+		}
+	case *parse.IfNode:
+		return guardBranch(tr, &n.BranchNode)
+	case *parse.WithNode:
+		return guardBranch(tr, &n.BranchNode)
+	case *parse.RangeNode:
+		id := parse.NewIdentifier(rangeGuardFunc).SetTree(tr).SetPos(n.Pos)
+		n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
+		return guardBranch(tr, &n.BranchNode)
+	case *parse.TemplateNode:
+		return errTemplateSyntax
+	}
+	return nil
+}
+
+func guardBranch(tr *parse.Tree, b *parse.BranchNode) error {
+	if err := guardRanges(tr, b.List); err != nil {
+		return err
+	}
+	if b.ElseList != nil {
+		return guardRanges(tr, b.ElseList)
+	}
+	return nil
+}
+
+// setLimit sets the bytes one execution may produce (<= 0: the default).
+func (h *tmplHolder) setLimit(n int64) {
+	if n <= 0 {
+		n = DefaultMaxTemplateBytes
+	}
+	h.mu.Lock()
+	h.limit = n
+	h.mu.Unlock()
+}
+
 func (h *tmplHolder) exec(lb *lbuilder, line string, ts int64) (string, error) {
 	if h.lit {
-		return h.t.Root.String(), nil
+		return h.text, nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.line, h.ts = line, ts
+	h.used, h.steps, h.over = 0, 0, nil
 	h.buf.Reset()
-	if err := h.t.Execute(&h.buf, lb.templateData()); err != nil {
+	err := h.t.Execute(tmplWriter{h}, lb.templateData())
+	if h.over != nil {
+		return "", h.over
+	}
+	if err != nil {
 		return "", err
 	}
-	return h.buf.String(), nil
-}
-
-func toF(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case float32:
-		return float64(x)
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case string:
-		f, _ := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f
-	case bool:
-		if x {
-			return 1
-		}
+	out := h.buf.String()
+	if h.buf.Cap() > keepTemplateBuf {
+		h.buf = bytes.Buffer{}
 	}
-	return 0
+	return out, nil
 }
 
-func toI(v any) int64 {
-	switch x := v.(type) {
-	case string:
-		s := strings.TrimSpace(x)
-		if i, err := strconv.ParseInt(s, 0, 64); err == nil {
-			return i
-		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) {
-			return int64(f)
-		}
-		return 0
-	case float64:
-		return int64(x)
+// tmplWriter charges what the template writes to its holder's budget.
+type tmplWriter struct{ h *tmplHolder }
+
+func (w tmplWriter) Write(p []byte) (int, error) {
+	if err := w.h.charge(len(p)); err != nil {
+		return 0, err
 	}
-	return int64(toF(v))
+	return w.h.buf.Write(p)
 }
 
-func toS(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	case []byte:
-		return string(x)
-	case fmt.Stringer:
-		return x.String()
+// reserve fails when n more bytes would exceed the budget; it charges
+// nothing. Functions call it before building a result whose size they
+// can bound.
+func (h *tmplHolder) reserve(n int64) error {
+	if n < 0 || h.used+n > h.limit {
+		return h.exceeded()
 	}
-	return fmt.Sprint(v)
+	return nil
 }
 
-func toTime(v any) time.Time {
-	switch x := v.(type) {
-	case time.Time:
-		return x
-	case int64:
-		return time.Unix(x, 0).UTC()
-	case int:
-		return time.Unix(int64(x), 0).UTC()
-	case string:
-		if i, err := strconv.ParseInt(x, 10, 64); err == nil {
-			return time.Unix(i, 0).UTC()
-		}
+// charge counts n bytes built or written.
+func (h *tmplHolder) charge(n int) error {
+	h.used += int64(n)
+	if h.used > h.limit {
+		return h.exceeded()
 	}
-	return time.Time{}
+	return nil
 }
 
-var tmplFuncs = template.FuncMap{
-	"ToLower":    strings.ToLower,
-	"ToUpper":    strings.ToUpper,
-	"lower":      strings.ToLower,
-	"upper":      strings.ToUpper,
-	"Replace":    strings.Replace,
-	"replace":    func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
-	"Trim":       strings.Trim,
-	"TrimLeft":   strings.TrimLeft,
-	"TrimRight":  strings.TrimRight,
-	"TrimPrefix": strings.TrimPrefix,
-	"TrimSuffix": strings.TrimSuffix,
-	"TrimSpace":  strings.TrimSpace,
-	"trim":       strings.TrimSpace,
-	"trimAll":    func(cut, s string) string { return strings.Trim(s, cut) },
-	"trimPrefix": func(p, s string) string { return strings.TrimPrefix(s, p) },
-	"trimSuffix": func(p, s string) string { return strings.TrimSuffix(s, p) },
-	"title":      titleCase,
-	"Title":      titleCase,
-	"trunc": func(n int, s string) string {
-		if n >= 0 && len(s) > n {
-			return s[:n]
-		}
-		if n < 0 && len(s) > -n {
-			return s[len(s)+n:]
-		}
-		return s
-	},
-	"substr": func(start, end int, s string) string {
-		if start < 0 {
-			return s[:min(max(end, 0), len(s))]
-		}
-		if end < 0 || end > len(s) {
-			end = len(s)
-		}
-		if start > end {
-			return ""
-		}
-		return s[start:end]
-	},
-	"contains":  func(sub, s string) bool { return strings.Contains(s, sub) },
-	"hasPrefix": func(p, s string) bool { return strings.HasPrefix(s, p) },
-	"hasSuffix": func(p, s string) bool { return strings.HasSuffix(s, p) },
-	"repeat": func(n int, s string) string {
-		if n < 0 || n > 1000 {
-			return s
-		}
-		return strings.Repeat(s, n)
-	},
-	"count": func(sub, s string) int { return strings.Count(s, sub) },
-	"indent": func(n int, s string) string {
-		p := strings.Repeat(" ", clampN(n))
-		return p + strings.ReplaceAll(s, "\n", "\n"+p)
-	},
-	"nindent": func(n int, s string) string {
-		p := strings.Repeat(" ", clampN(n))
-		return "\n" + p + strings.ReplaceAll(s, "\n", "\n"+p)
-	},
-	"regexReplaceAll": func(re, s, repl string) (string, error) {
-		r, err := regexp.Compile(re)
-		if err != nil {
-			return "", err
-		}
-		return r.ReplaceAllString(s, repl), nil
-	},
-	"regexReplaceAllLiteral": func(re, s, repl string) (string, error) {
-		r, err := regexp.Compile(re)
-		if err != nil {
-			return "", err
-		}
-		return r.ReplaceAllLiteralString(s, repl), nil
-	},
-	"default": func(def any, given ...any) any {
-		if len(given) == 0 || isEmpty(given[0]) {
-			return def
-		}
-		return given[0]
-	},
-	"add": func(vs ...any) int64 {
-		var s int64
-		for _, v := range vs {
-			s += toI(v)
-		}
-		return s
-	},
-	"sub": func(a, b any) int64 { return toI(a) - toI(b) },
-	"mul": func(a any, vs ...any) int64 {
-		p := toI(a)
-		for _, v := range vs {
-			p *= toI(v)
-		}
-		return p
-	},
-	"div": func(a, b any) (int64, error) {
-		if toI(b) == 0 {
-			return 0, fmt.Errorf("division by zero")
-		}
-		return toI(a) / toI(b), nil
-	},
-	"mod": func(a, b any) (int64, error) {
-		if toI(b) == 0 {
-			return 0, fmt.Errorf("division by zero")
-		}
-		return toI(a) % toI(b), nil
-	},
-	"addf": func(vs ...any) float64 {
-		var s float64
-		for _, v := range vs {
-			s += toF(v)
-		}
-		return s
-	},
-	"subf": func(a any, vs ...any) float64 {
-		r := toF(a)
-		for _, v := range vs {
-			r -= toF(v)
-		}
-		return r
-	},
-	"mulf": func(a any, vs ...any) float64 {
-		r := toF(a)
-		for _, v := range vs {
-			r *= toF(v)
-		}
-		return r
-	},
-	"divf": func(a any, vs ...any) float64 {
-		r := toF(a)
-		for _, v := range vs {
-			r /= toF(v)
-		}
-		return r
-	},
-	"max": func(a any, vs ...any) int64 {
-		r := toI(a)
-		for _, v := range vs {
-			r = max(r, toI(v))
-		}
-		return r
-	},
-	"min": func(a any, vs ...any) int64 {
-		r := toI(a)
-		for _, v := range vs {
-			r = min(r, toI(v))
-		}
-		return r
-	},
-	"maxf": func(a any, vs ...any) float64 {
-		r := toF(a)
-		for _, v := range vs {
-			r = math.Max(r, toF(v))
-		}
-		return r
-	},
-	"minf": func(a any, vs ...any) float64 {
-		r := toF(a)
-		for _, v := range vs {
-			r = math.Min(r, toF(v))
-		}
-		return r
-	},
-	"ceil":  func(a any) float64 { return math.Ceil(toF(a)) },
-	"floor": func(a any) float64 { return math.Floor(toF(a)) },
-	"round": func(a any, p int) float64 {
-		m := math.Pow(10, float64(p))
-		return math.Round(toF(a)*m) / m
-	},
-	"int":     func(a any) int64 { return toI(a) },
-	"float64": func(a any) float64 { return toF(a) },
-	"unixEpoch": func(t time.Time) string {
-		return strconv.FormatInt(t.Unix(), 10)
-	},
-	"unixEpochMillis": func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) },
-	"unixEpochNanos":  func(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) },
-	"unixToTime": func(s string) (time.Time, error) {
-		i, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return time.Time{}, err
-		}
-		switch {
-		case len(s) <= 10:
-			return time.Unix(i, 0).UTC(), nil
-		case len(s) <= 13:
-			return time.UnixMilli(i).UTC(), nil
-		case len(s) <= 16:
-			return time.UnixMicro(i).UTC(), nil
-		}
-		return time.Unix(0, i).UTC(), nil
-	},
-	"toDate": func(layout, s string) time.Time {
-		t, _ := time.ParseInLocation(layout, s, time.UTC)
-		return t
-	},
-	"toDateInZone": func(layout, zone, s string) time.Time {
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			loc = time.UTC
-		}
-		t, _ := time.ParseInLocation(layout, s, loc)
-		return t
-	},
-	"date": func(layout string, t any) string { return toTime(t).UTC().Format(layout) },
-	"now":  func() time.Time { return time.Now().UTC() },
-	"alignLeft": func(n int, s string) string {
-		n = clampN(n)
-		if len(s) >= n {
-			return s[:n]
-		}
-		return s + strings.Repeat(" ", n-len(s))
-	},
-	"alignRight": func(n int, s string) string {
-		n = clampN(n)
-		if len(s) >= n {
-			return s[len(s)-n:]
-		}
-		return strings.Repeat(" ", n-len(s)) + s
-	},
-	"b64enc": func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
-	"b64dec": func(s string) string {
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return err.Error()
-		}
-		return string(b)
-	},
-	"urlencode": url.QueryEscape,
-	"urldecode": func(s string) (string, error) { return url.QueryUnescape(s) },
-	"bytes": func(s string) (float64, error) {
-		b, err := parseBytes(s)
-		return float64(b), err
-	},
-	"duration": func(s string) (float64, error) {
-		d, err := time.ParseDuration(s)
-		return d.Seconds(), err
-	},
-	"duration_seconds": func(s string) (float64, error) {
-		d, err := time.ParseDuration(s)
-		return d.Seconds(), err
-	},
-	"printf": fmt.Sprintf,
-}
+// str charges a string a function built and returns it.
+func (h *tmplHolder) str(s string) (string, error) { return s, h.charge(len(s)) }
 
-func clampN(n int) int {
-	if n < 0 {
-		return 0
+func (h *tmplHolder) exceeded() error {
+	if h.over == nil {
+		h.over = fmt.Errorf("%w: a line_format or label_format template may build at most %d bytes per entry (max_template_bytes)", ErrTemplateLimit, h.limit)
 	}
-	if n > 1000 {
-		return 1000
-	}
-	return n
+	return h.over
 }
 
-func isEmpty(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case string:
-		return x == ""
-	case bool:
-		return !x
-	case int, int64, float64:
-		return toF(x) == 0
+// rangeGuard counts the iterations a range is about to run.
+func (h *tmplHolder) rangeGuard(v any) (any, error) {
+	n := 0
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Map, reflect.Slice, reflect.Array, reflect.String:
+		n = rv.Len()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n = int(max(min(rv.Int(), maxTemplateRangeSteps+1), 0))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n = int(min(rv.Uint(), maxTemplateRangeSteps+1))
+	case reflect.Chan, reflect.Func:
+		return nil, fmt.Errorf("range over %s is not supported", rv.Kind())
 	}
-	return false
-}
-
-func titleCase(s string) string {
-	prev := ' '
-	return strings.Map(func(r rune) rune {
-		defer func() { prev = r }()
-		// word boundaries as strings.Title: anything but letters, digits and '_'
-		if !(unicode.IsLetter(prev) || unicode.IsDigit(prev) || prev == '_') {
-			return unicode.ToTitle(r)
+	h.steps += n
+	if h.steps > maxTemplateRangeSteps {
+		if h.over == nil {
+			h.over = fmt.Errorf("%w: the range actions of a template may run at most %d iterations per entry", ErrTemplateLimit, maxTemplateRangeSteps)
 		}
-		return r
-	}, s)
+		return nil, h.over
+	}
+	return v, nil
 }

@@ -1,0 +1,21 @@
+import{a as f,b as p,c as d,f as t,g as m,h as s}from"./chunk-2CBU4SAF.js";var x=[{name:"metrics",title:"Metrics",load:()=>import("./metrics-MY2KWD6O.js")},{name:"logs",title:"Logs",load:()=>import("./logs-TZALZH54.js")},{name:"traces",title:"Traces",pending:"The trace view (TraceQL search, waterfall, span details) lands with weft's trace store and Tempo API."},{name:"workload",title:"Workload",nav:!1,load:()=>import("./workload-JXOYQU5W.js")},{name:"cardinality",title:"Cardinality",load:()=>import("./cardinality-XMT7NORR.js")},{name:"alerts",title:"Alerts",pending:"Alerts and rules land with weft's rule evaluation (issue: rules and alerting)."},{name:"investigate",title:"Investigation",pending:"Investigation (symptom \u2192 ranked causes) lands with the /weft/api/v1/investigate API."},{name:"status",title:"Status",load:()=>import("./status-KQQRFKKB.js")}],w="metrics";function u(e,a=x){let o=e.length?e[0]:w;return a.find(i=>i.name===o)||null}function h({route:e,path:a}){let o=e.name==="traces"&&a[0]?a[0]:"";return t`
+    <section class="panel pending" data-testid="pending" data-route=${e.name}>
+      <h1>${e.title}: not in this build yet</h1>
+      <p>${e.pending}</p>
+      ${o&&t`<p>
+        Trace <code data-testid="trace-id">${o}</code>:
+        <a href=${s(["logs"],{q:`{service_name=~".+"} | trace_id="${o}"`})}>logs of this trace</a>
+        (lines whose structured metadata has this trace_id).
+      </p>`}
+    </section>
+  `}function y(){let[e,a]=p(location.hash);return d(()=>{let o=()=>a(location.hash);return addEventListener("hashchange",o),()=>removeEventListener("hashchange",o)},[]),e}function k(e,a=!0){e!==location.hash&&(a?location.hash=e:(history.replaceState(null,"",e),dispatchEvent(new HashChangeEvent("hashchange"))))}var c=new Map;function $({route:e,path:a,params:o}){let[i,r]=p(()=>c.get(e.name)||null),[n,b]=p(null);if(d(()=>{if(e.pending)return;if(c.has(e.name)){r(c.get(e.name));return}r(null);let g=!0;return e.load().then(l=>{c.set(e.name,l),g&&r(l)},l=>g&&b(l)),()=>{g=!1}},[e]),e.pending)return t`<${h} route=${e} path=${a} />`;if(n)return t`<div class="error">Loading the page failed: ${String(n)}</div>`;if(!i)return t`<div class="loading">Loading…</div>`;let v=i.default;return t`<${v} path=${a} params=${o} navigate=${k} />`}function z(){let e=y(),{path:a,params:o}=m(e),i=u(a),r=i?i.name:"";return d(()=>{document.title=i?`${i.title} \xB7 weft`:"weft"},[r]),t`
+    <header class="top">
+      <a class="brand" href="#/">weft</a>
+      <nav>
+        ${x.filter(n=>n.nav!==!1).map(n=>n.pending?t`<span class="nav-pending" title=${n.pending} data-pending=${n.name}>${n.title}<small>soon</small></span>`:t`<a href=${s([n.name],{})} class=${r===n.name?"active":""}>${n.title}</a>`)}
+      </nav>
+    </header>
+    <main>
+      ${i?t`<${$} key=${i.name} route=${i} path=${a.slice(1)} params=${o} />`:t`<div class="error">No page at "${e}". <a href="#/">Go to the metrics page</a>.</div>`}
+    </main>
+  `}f(t`<${z} />`,document.getElementById("app"));export{k as navigate};

@@ -108,6 +108,12 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	// weft's own API for the UI: cardinality of a selector's series.
+	card := &cardinalityHandler{store: opts.Storage, card: opts.Cardinality, logger: opts.Logger, now: time.Now}
+	s.mux.Handle("GET /weft/api/v1/cardinality", instr.wrap("/weft/api/v1/cardinality", s.requireReady(card)))
+	if opts.UI != nil {
+		s.mux.Handle("/", instr.wrap("/", opts.UI))
+	}
 	for _, pattern := range slices.Sorted(maps.Keys(opts.Handlers)) {
 		if err := s.mount(pattern, instr.wrap(pattern, opts.Handlers[pattern])); err != nil {
 			return nil, err

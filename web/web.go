@@ -3,8 +3,10 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -22,9 +24,20 @@ var dist embed.FS
 
 // ContentSecurityPolicy is sent with every answer: scripts, styles and
 // connections only from weft itself (the API and the tail WebSocket), no
-// inline script or style elements, no framing.
+// inline script, no framing. index.html's answer adds a fresh nonce to
+// style-src (see cspWithNonce): CodeMirror mounts its style sheets as
+// <style> elements, which carry that nonce, and nothing else may.
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+
+// noncePlaceholder is where index.html carries its nonce
+// (<meta name="csp-nonce" content="...">), for the UI's editor to read.
+const noncePlaceholder = "%CSP_NONCE%"
+
+// cspWithNonce is ContentSecurityPolicy with the nonce allowed in style-src.
+func cspWithNonce(nonce string) string {
+	return strings.Replace(ContentSecurityPolicy, "style-src 'self'", "style-src 'self' 'nonce-"+nonce+"'", 1)
+}
 
 // Cache policies: hashed asset names change with their content, so they
 // can be cached for good; index.html names the current ones, so browsers
@@ -168,7 +181,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p == "/" || p == "/index.html" || h.fallback(p) {
-		h.serve(w, r, h.index)
+		h.serveIndex(w, r)
 		return
 	}
 	http.NotFound(w, r)
@@ -186,12 +199,34 @@ func (h *Handler) fallback(p string) bool {
 	return !strings.HasPrefix(p, "/assets/") && path.Ext(p) == ""
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, a *asset) {
+// serveIndex answers index.html with a fresh CSP nonce. It has no
+// validator: a cached copy would carry an old nonce.
+func (h *Handler) serveIndex(w http.ResponseWriter, r *http.Request) {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read does not fail
+	nonce := base64.RawStdEncoding.EncodeToString(raw[:])
+	body := bytes.Replace(h.index.body, []byte(noncePlaceholder), []byte(nonce), 1)
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+	securityHeaders(hd, cspWithNonce(nonce))
+	hd.Set("Content-Type", h.index.ctype)
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+func securityHeaders(hd http.Header, csp string) {
+	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, a *asset) {
+	hd := w.Header()
+	securityHeaders(hd, ContentSecurityPolicy)
 	hd.Set("Content-Type", a.ctype)
 	hd.Set("Cache-Control", a.cache)
 	hd.Set("ETag", a.etag)

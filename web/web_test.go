@@ -70,7 +70,7 @@ func TestEmbeddedBundle(t *testing.T) {
 func testHandler(t *testing.T, opts Options) *Handler {
 	t.Helper()
 	fsys := fstest.MapFS{
-		"index.html":          {Data: []byte(`<html><head><base href="/"><script src="assets/main-AB.js"></script></head></html>`)},
+		"index.html":          {Data: []byte(`<html><head><meta name="csp-nonce" content="%CSP_NONCE%"><base href="/"><script src="assets/main-AB.js"></script></head></html>`)},
 		"assets/main-AB.js":   {Data: bytes.Repeat([]byte("console.log(1);"), 100)},
 		"favicon.svg":         {Data: []byte("<svg/>")},
 		"SOURCES.sha256":      {Data: []byte("x\n")},
@@ -120,8 +120,10 @@ func TestHandlerRoutes(t *testing.T) {
 			if got := resp.Header.Get("Cache-Control"); got != tc.cache {
 				t.Errorf("Cache-Control %q, want %q", got, tc.cache)
 			}
-			if got := resp.Header.Get("Content-Security-Policy"); got != ContentSecurityPolicy {
-				t.Errorf("CSP %q", got)
+			csp := resp.Header.Get("Content-Security-Policy")
+			isHTML := strings.HasPrefix(tc.ctype, "text/html")
+			if !isHTML && csp != ContentSecurityPolicy {
+				t.Errorf("CSP %q", csp)
 			}
 			if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 				t.Error("no nosniff")
@@ -130,8 +132,14 @@ func TestHandlerRoutes(t *testing.T) {
 			if tc.method == "HEAD" && b != "" {
 				t.Errorf("HEAD has a body")
 			}
-			if strings.HasPrefix(tc.ctype, "text/html") && tc.method == "GET" && !strings.Contains(b, `<base href="/weft/">`) {
-				t.Errorf("index.html without the base path: %s", b)
+			if isHTML && tc.method == "GET" {
+				if !strings.Contains(b, `<base href="/weft/">`) {
+					t.Errorf("index.html without the base path: %s", b)
+				}
+				m := regexp.MustCompile(`content="([A-Za-z0-9+/]{22})"`).FindStringSubmatch(b)
+				if m == nil || csp != cspWithNonce(m[1]) || !strings.Contains(csp, "style-src 'self' 'nonce-"+m[1]+"'") {
+					t.Errorf("index.html nonce and CSP disagree: %s / %s", b, csp)
+				}
 			}
 		})
 	}
@@ -169,16 +177,21 @@ func TestHandlerGzipAndETag(t *testing.T) {
 	if resp := get(t, h, "GET", "/assets/pic-CD.woff2", map[string]string{"Accept-Encoding": "gzip"}); resp.Header.Get("Content-Encoding") != "" {
 		t.Errorf("woff2 compressed")
 	}
-	first := get(t, h, "GET", "/", nil)
+	first := get(t, h, "GET", "/favicon.svg", nil)
 	etag := first.Header.Get("ETag")
 	if etag == "" {
 		t.Fatal("no ETag")
 	}
-	if resp := get(t, h, "GET", "/", map[string]string{"If-None-Match": etag}); resp.StatusCode != http.StatusNotModified {
+	if resp := get(t, h, "GET", "/favicon.svg", map[string]string{"If-None-Match": etag}); resp.StatusCode != http.StatusNotModified {
 		t.Fatalf("revalidation: %d, want 304", resp.StatusCode)
 	}
-	if resp := get(t, h, "GET", "/", map[string]string{"If-None-Match": `"other"`}); resp.StatusCode != 200 {
+	if resp := get(t, h, "GET", "/favicon.svg", map[string]string{"If-None-Match": `"other"`}); resp.StatusCode != 200 {
 		t.Fatalf("other etag: %d", resp.StatusCode)
+	}
+	// index.html carries a fresh nonce each time, so it has no validator.
+	a, b := get(t, h, "GET", "/", nil), get(t, h, "GET", "/", nil)
+	if a.Header.Get("ETag") != "" || a.Header.Get("Content-Security-Policy") == b.Header.Get("Content-Security-Policy") {
+		t.Errorf("index.html: ETag %q, nonces %q %q", a.Header.Get("ETag"), a.Header.Get("Content-Security-Policy"), b.Header.Get("Content-Security-Policy"))
 	}
 }
 

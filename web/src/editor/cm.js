@@ -32,6 +32,11 @@ const theme = EditorView.theme({
 
 const logql = StreamLanguage.define(logqlTokenizer);
 
+// CodeMirror mounts its styles as <style> elements; weft's CSP admits them
+// with the nonce index.html carries.
+const nonceMeta = typeof document !== 'undefined' && document.querySelector('meta[name=csp-nonce]');
+const cspNonce = EditorView.cspNonce.of(nonceMeta ? nonceMeta.content : '');
+
 // createEditor mounts an editor in el. onRun is called with the text on
 // Enter (Shift+Enter inserts a newline); onChange on every edit. It
 // returns {view, setValue, destroy}.
@@ -67,6 +72,7 @@ export function createEditor(el, { lang, value, onChange, onRun, placeholder, pr
         placeholderExt(placeholder || ''),
         EditorView.lineWrapping,
         theme,
+        cspNonce,
         ...langExt,
         Prec.highest(keymap.of([
           { key: 'Enter', run },

@@ -15,7 +15,9 @@ export function parseMetricsText(text) {
       const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
       for (const lm of m[3].matchAll(re)) labels[lm[1]] = lm[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
     }
-    out.push({ name: m[1], labels, value: Number(m[4]) });
+    const value = m[4] === '+Inf' ? Infinity : m[4] === '-Inf' ? -Infinity : Number(m[4]);
+    if (Number.isNaN(value) && m[4] !== 'NaN') continue;
+    out.push({ name: m[1], labels, value });
   }
   return out;
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // Bounds of the browser tests' waits: generous for a loaded 2-core
@@ -117,7 +118,7 @@ func (b *uiBrowser) waitJS(tb testing.TB, js string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, uiWait+time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(uiWait))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingTimeout(uiWait))); err != nil {
 		tb.Fatalf("waiting for %s: %v\nconsole: %v\npage: %s", js, err, b.console(), b.pageText(tb))
 	}
 }
@@ -162,9 +163,24 @@ func (b *uiBrowser) noConsoleErrors(tb testing.TB) {
 // `go test -artifacts`).
 func (b *uiBrowser) screenshot(tb testing.TB, dir, name string) {
 	tb.Helper()
+	b.shoot(tb, dir, name, chromedp.FullScreenshot(100))
+}
+
+// viewShot writes a PNG of the top of the page in a w × h window (small
+// enough for the docs), then restores the window.
+func (b *uiBrowser) viewShot(tb testing.TB, dir, name string, w, h int64) {
+	tb.Helper()
+	b.do(tb, chromedp.EmulateViewport(w, h))
+	time.Sleep(300 * time.Millisecond) // the graphs redraw at the new width
+	b.shoot(tb, dir, name, chromedp.CaptureScreenshot())
+	b.do(tb, chromedp.EmulateReset())
+}
+
+func (b *uiBrowser) shoot(tb testing.TB, dir, name string, shot chromedp.Action[[]byte]) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, uiWait)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		tb.Fatalf("screenshot: %v", err)
 	}
@@ -185,19 +201,24 @@ func screenshotDir(t *testing.T) string {
 	return t.ArtifactDir()
 }
 
-// typeQuery types text into a page's CodeMirror editor (real key events),
-// and checks the editor holds exactly it (auto-closed brackets and quotes
-// are typed over).
+// typeQuery types text into a page's CodeMirror editor with real key
+// events, and checks the editor holds exactly it (auto-closed brackets and
+// quotes are typed over). The editor is focused from JavaScript: chromedp's
+// node queries wait on a DOM that CodeMirror keeps changing.
 func (b *uiBrowser) typeQuery(tb testing.TB, editor, text string) {
 	tb.Helper()
 	sel := fmt.Sprintf(`[data-testid=%q] .cm-content`, editor)
-	b.do(tb, chromedp.WaitVisible(sel), chromedp.Click(sel), chromedp.SendKeys(sel, text))
+	b.waitJS(tb, fmt.Sprintf(`document.querySelector(%q)`, sel))
+	eval[bool](tb, b, fmt.Sprintf(`(document.querySelector(%q).focus(), true)`, sel))
+	b.waitJS(tb, fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, sel))
+	time.Sleep(100 * time.Millisecond) // the editor reads its focus on the next frame
+	b.do(tb, chromedp.KeyEvent(text))
 	got := eval[string](tb, b, fmt.Sprintf(`document.querySelector(%q).innerText`, sel))
 	if strings.TrimSpace(got) != text {
 		tb.Fatalf("editor holds %q, want %q", got, text)
 	}
 	// Close the completion popup, so that it covers nothing.
-	b.do(tb, chromedp.KeyEvent("\u001b"))
+	b.do(tb, chromedp.KeyEvent(kb.Escape))
 }
 
 // canvasInk counts the coloured (not grey or white) pixels of the first

@@ -52,8 +52,9 @@ func uiGPUs() []uiGPU {
 // wobble is deterministic noise in [-1, 1].
 func wobble(i, k int) float64 { return math.Sin(float64(i)*0.37+float64(k)*1.7) * math.Cos(float64(i)*0.11+float64(k)) }
 
-// loadTrainingRun writes the run's last hour, ending at end, into weft.
-func loadTrainingRun(t testing.TB, base string, end time.Time) {
+// loadTrainingRun writes the run's last hour, ending at end, into weft, and
+// returns the first and last sample times.
+func loadTrainingRun(t testing.TB, base string, end time.Time) (time.Time, time.Time) {
 	t.Helper()
 	end = end.Truncate(uiStep)
 	start := end.Add(-time.Hour)
@@ -111,6 +112,7 @@ func loadTrainingRun(t testing.TB, base string, end time.Time) {
 		})
 	}
 	lokiPush(t, base, streams)
+	return start, end
 }
 
 // loadBenchData writes the benchmark's data ending at end: 100 series of

@@ -21,7 +21,7 @@ import (
 func TestUIPages(t *testing.T) {
 	chromiumPath(t)
 	_, base := startWeft(t, "weft")
-	loadTrainingRun(t, base, time.Now())
+	first, last := loadTrainingRun(t, base, time.Now())
 	b := newBrowser(t)
 	shots := screenshotDir(t)
 	t.Logf("screenshots in %s", shots)
@@ -84,13 +84,14 @@ func TestUIPages(t *testing.T) {
 		b.waitJS(t, `location.hash.includes('gpu=util') && document.querySelector('[data-testid=heatmap] canvas[data-state=drawn]')`)
 		b.noConsoleErrors(t)
 		b.screenshot(t, shots, "workload.png")
+		b.viewShot(t, shots, "workload-top.png", 1200, 640) // docs/ui-workload.png
 	})
 
 	t.Run("GPU pivot from the heatmap", func(t *testing.T) {
 		b.do(t, chromedp.Click(`[data-testid=gpu-row][data-outlier=true] a.pivot[data-pivot=UUID]`))
-		b.waitJS(t, `document.querySelector('[data-testid=workload-page][data-key=UUID]') && document.querySelector('[data-testid=heatmap] canvas[data-state=drawn]')`)
-		if n := eval[int](t, b, `document.querySelectorAll('[data-testid=gpu-row]').length`); n != 1 {
-			t.Errorf("the GPU's page shows %d GPUs", n)
+		b.waitJS(t, `document.querySelector('[data-testid=workload-page][data-key=UUID]') && document.querySelector('[data-testid=heatmap][data-rows="1"] canvas[data-state=drawn]')`)
+		if g := eval[string](t, b, `document.querySelector('[data-testid=gpu-row]').dataset.gpu`); g != uiFaultyHost+" gpu "+uiFaultyGPU {
+			t.Errorf("the GPU's page shows %q", g)
 		}
 		b.noConsoleErrors(t)
 	})
@@ -122,7 +123,8 @@ func TestUIPages(t *testing.T) {
 	})
 
 	t.Run("all lines of a rank", func(t *testing.T) {
-		b.do(t, chromedp.Navigate(base+"/#/logs?q="+url.QueryEscape(`{run_id="r42", rank="5"}`)))
+		rng := fmt.Sprintf("&from=%d&to=%d", first.Unix()-60, last.Unix()+60)
+		b.do(t, chromedp.Navigate(base+"/#/logs?q="+url.QueryEscape(`{run_id="r42", rank="5"}`)+rng))
 		b.waitJS(t, `document.querySelector('[data-testid=log-lines]')`)
 		n := eval[int](t, b, `document.querySelectorAll('[data-testid=log-line]').length`)
 		if n != 62 { // 61 progress lines over the hour, and the error

@@ -229,6 +229,7 @@ function ExemplarList({ exemplars }) {
 export function exemplarPoints(answers) {
   const out = [];
   for (const a of answers || []) {
+    if (!a) continue;
     for (const e of a.exemplars || []) {
       const l = e.labels || {};
       out.push({ t: Number(e.timestamp), v: Number(e.value), labels: l, series: a.seriesLabels || {}, traceId: l.trace_id || l.traceID || l.traceId || '' });

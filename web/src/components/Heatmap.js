@@ -99,7 +99,7 @@ export function Heatmap({ hm, outliers, unit, params, testid = 'heatmap' }) {
             ${m && html`<span class="badge" title=${`${Math.round(m.fraction * 100)}% of buckets are outliers (robust z ≥ ${outliers.threshold})`}>${m.direction === 'low' ? '▼' : '▲'} outlier</span>`}
             ${id.host && html`<${LabelValue} name=${id.hostKey} value=${id.host} params=${params} />`}
             ${id.gpu !== '' && html`<span class="lbl">gpu ${id.gpu}</span>`}
-            ${id.uuid && html`<${LabelValue} name=${id.uuidKey} value=${id.uuid} params=${params} />`}
+            ${id.uuid && html`<${LabelValue} name=${id.uuidKey} value=${id.uuid} params=${params} short=${12} />`}
             ${!id.host && !id.uuid && id.rank && html`<${LabelValue} name="rank" value=${id.rank} params=${params} />`}
           </div>`;
         })}

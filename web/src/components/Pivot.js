@@ -4,10 +4,13 @@ import { html } from '../html.js';
 import { isContextKey, workloadHash } from '../lib/context.js';
 import { labelKeys } from '../lib/format.js';
 
-export function LabelValue({ name, value, params }) {
+// LabelValue writes name="value"; short cuts long values to that many
+// characters (the title has them whole).
+export function LabelValue({ name, value, params, short }) {
+  const shown = short && value.length > short ? value.slice(0, short) + '…' : value;
   if (isContextKey(name)) {
     return html`<a class="pivot" href=${workloadHash(name, value, params)} data-pivot=${name} title=${`Open the workload page of ${name}="${value}"`}
-      >${name}="<b>${value}</b>"</a
+      >${name}="<b>${shown}</b>"</a
     >`;
   }
   return html`<span class="lbl">${name}="${value}"</span>`;

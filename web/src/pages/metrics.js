@@ -86,7 +86,7 @@ function GraphView({ queries, range, tick, from, to, stacked, showEx, onZoom }) 
   const st = useAsync(
     async (signal) => {
       const answers = await Promise.all(queries.map((q) => prom.queryRange(q, gs, end, step, { signal }).then((d) => ({ query: q, result: d.result }), (e) => ({ query: q, result: [], error: e }))));
-      const exs = showEx ? await Promise.all(queries.map((q) => prom.exemplars(q, gs, end, { signal }).catch(() => []))) : [];
+      const exs = showEx ? await Promise.all(queries.map((q) => prom.exemplars(q, gs, end, { signal }).then((d) => d || [], () => []))) : [];
       const data = alignMatrix(answers, gs, end, step);
       data.multi = queries.length > 1;
       return { data, errors: answers.filter((a) => a.error), exemplars: exemplarPoints(exs.flat()) };

@@ -24,7 +24,8 @@ export default function StatusPage() {
   if (!st.data) return html`<section class="panel"><div class="loading">Loading…</div></section>`;
   const { build, runtime, flags, tsdb, metrics } = st.data;
   const head = tsdb.headStats || {};
-  const shown = metrics.filter((m) => m.name.includes(filter));
+  // Histogram buckets are left out: their _sum and _count say enough here.
+  const shown = metrics.filter((m) => m.name.includes(filter) && !m.name.endsWith('_bucket'));
   return html`<section class="panel" data-testid="status-page">
     <div class="tables">
       <${KV} title="build" testid="buildinfo" obj=${build} />
@@ -39,13 +40,13 @@ export default function StatusPage() {
     </div>
     <div class="card" data-testid="self-metrics">
       <div class="card-head"><h2>weft's metrics</h2><input aria-label="filter metrics" value=${filter} onInput=${(e) => setFilter(e.target.value)} /><span class="muted">${shown.length} of ${metrics.length} samples from /metrics</span></div>
-      <table class="tbl">
+      <div class="scroll"><table class="tbl">
         <tbody>
           ${shown.slice(0, 500).map(
             (m) => html`<tr><td><code>${m.name}</code>${Object.keys(m.labels).length ? html` <span class="muted">${Object.entries(m.labels).map(([k, v]) => `${k}="${v}"`).join(', ')}</span>` : ''}</td><td class="num">${formatValue(m.value)}</td></tr>`,
           )}
         </tbody>
-      </table>
+      </table></div>
     </div>
     <${KV} title="flags" testid="flags" obj=${flags} />
   </section>`;

@@ -33,7 +33,7 @@ export const GPU_SIGNALS = [
 
 // Names of training progress metrics (step time, throughput), drawn when the
 // workload has them.
-const PROGRESS_RE = /(step_?time|step_duration|iteration_time|iter_time|throughput|tokens_per_s|samples_per_s|tokens_total|samples_total|tflops|mfu)/i;
+const PROGRESS_RE = /(step_?time|step_duration|step_seconds|iteration_time|iter_time|throughput|tokens_per_s|samples_per_s|tokens_total|samples_total|tflops|mfu)/i;
 // HEATMAP_COLS bounds the heatmap's time buckets; MIN_STEP is the finest
 // bucket (a typical scrape interval).
 const HEATMAP_COLS = 720;
@@ -60,7 +60,7 @@ export default function WorkloadPage({ path, params, navigate }) {
         <span class="nav-pending" title="lands with the trace store">traces<small>soon</small></span>
         <span class="nav-pending" title="lands with rule evaluation">alerts<small>soon</small></span>
       </div>
-      ${r.range.error ? null : html`<${Body} k=${key} v=${value} sel=${sel} r=${r} gpu=${params.get('gpu')} go=${go} />`}
+      ${r.range.error ? null : html`<${Body} key=${key + '\u0000' + value} k=${key} v=${value} sel=${sel} r=${r} gpu=${params.get('gpu')} go=${go} />`}
     </section>
   `;
 }
@@ -91,7 +91,7 @@ function Body({ k, v, sel, r, gpu, go }) {
         </span>
         <${ContextLinks} pairs=${[[k, v]]} from=${r.from} to=${r.to} workload=${false} />
       </div>
-      ${chosen ? html`<${GPUHeatmap} signal=${chosen} sel=${sel} r=${r} params=${params} />` : html`<p class="muted">No GPU metrics (DCGM or OpenTelemetry hardware names) for ${sel} in this range.</p>`}
+      ${chosen ? html`<${GPUHeatmap} key=${chosen.id} signal=${chosen} sel=${sel} r=${r} params=${params} />` : html`<p class="muted">No GPU metrics (DCGM or OpenTelemetry hardware names) for ${sel} in this range.</p>`}
     </div>
     ${progress.map(
       (name) => html`<div class="card"><${Progress} name=${name} sel=${sel} r=${r} /></div>`,
@@ -131,7 +131,7 @@ function Context({ c, k, params }) {
       ${ctxKeys.map((n) => {
         const vals = [...c.values.get(n)].sort(naturalCompare);
         return html`<div class="ctx-key"><span class="muted">${n}</span>
-          ${vals.slice(0, 24).map((val) => html`<${LabelValue} name=${n} value=${val} params=${params} />`)}
+          ${vals.slice(0, 24).map((val) => html`<${LabelValue} name=${n} value=${val} params=${params} short=${n === 'UUID' || n === 'gpu_uuid' ? 16 : 0} />`)}
           ${vals.length > 24 && html`<span class="muted">+${vals.length - 24} more</span>`}
         </div>`;
       })}
@@ -203,7 +203,7 @@ function WorkloadLogs({ sel, r, params }) {
   }, [sel, r.range.start, r.range.end, r.tick]);
   if (st.error) return html`<div class="error">${st.error.message}</div>`;
   if (!st.data) return html`<div class="loading">Reading lines…</div>`;
-  return html`<${LogLines} entries=${st.data} params=${params} max=${100} testid="workload-logs" />`;
+  return html`<div class="scroll"><${LogLines} entries=${st.data} params=${params} max=${100} testid="workload-logs" /></div>`;
 }
 
 

@@ -113,12 +113,23 @@ func eval[T any](tb testing.TB, b *uiBrowser, js string) T {
 	return v
 }
 
-// waitJS waits until a JavaScript expression is truthy.
+// waitJS waits until a JavaScript expression is truthy. A poll that loses
+// its page to a navigation (the old document's context is gone) is retried.
 func (b *uiBrowser) waitJS(tb testing.TB, js string) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, uiWait+time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingTimeout(uiWait))); err != nil {
+	deadline := time.Now().Add(uiWait)
+	for {
+		left := time.Until(deadline)
+		ctx, cancel := context.WithTimeout(b.ctx, left+time.Second)
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingTimeout(left)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if strings.Contains(err.Error(), "Cannot find context") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
 		tb.Fatalf("waiting for %s: %v\nconsole: %v\npage: %s", js, err, b.console(), b.pageText(tb))
 	}
 }

@@ -65,6 +65,8 @@ export function Graph({ data, stacked, bars, exemplars, height = 320, from, to, 
         draw: [
           (u) => {
             drawExemplars(u, exs);
+            // When the first draw happened, in ms since navigation (for BenchmarkUI).
+            if (!el.dataset.drawnAt) el.dataset.drawnAt = String(Math.round(performance.now()));
             setDrawn((n) => n + 1);
           },
         ],
@@ -128,7 +130,7 @@ export function Graph({ data, stacked, bars, exemplars, height = 320, from, to, 
         <span class="muted">${data.ys.length} series</span>
         ${from !== undefined && html`<${ContextLinks} pairs=${shared} from=${from} to=${to} />`}
       </div>
-      <div class="plot-box" ref=${box}>
+      <div class="plot-box" ref=${box} data-testid="plot">
         <div class="plot"></div>
         ${hover && html`<${Tooltip} hover=${hover} metas=${data.metas} values=${data.ys} colorOf=${colorOf} />`}
       </div>

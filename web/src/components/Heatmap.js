@@ -74,6 +74,7 @@ export function Heatmap({ hm, outliers, unit, params, testid = 'heatmap' }) {
         }
       }
     }
+    if (!c.dataset.drawnAt) c.dataset.drawnAt = String(Math.round(performance.now()));
     c.dataset.state = 'drawn';
   }, [hm, outliers, width]);
 

@@ -85,8 +85,11 @@ function GraphView({ queries, range, tick, from, to, stacked, showEx, onZoom }) 
   const gs = Math.floor(start / step) * step;
   const st = useAsync(
     async (signal) => {
+      // Samples and exemplars in parallel; a failed exemplar query only
+      // loses the dots.
+      const exsP = showEx ? Promise.all(queries.map((q) => prom.exemplars(q, gs, end, { signal }).then((d) => d || [], () => []))) : Promise.resolve([]);
       const answers = await Promise.all(queries.map((q) => prom.queryRange(q, gs, end, step, { signal }).then((d) => ({ query: q, result: d.result }), (e) => ({ query: q, result: [], error: e }))));
-      const exs = showEx ? await Promise.all(queries.map((q) => prom.exemplars(q, gs, end, { signal }).then((d) => d || [], () => []))) : [];
+      const exs = await exsP;
       const data = alignMatrix(answers, gs, end, step);
       data.multi = queries.length > 1;
       return { data, errors: answers.filter((a) => a.error), exemplars: exemplarPoints(exs.flat()) };

@@ -69,6 +69,10 @@ function Body({ k, v, sel, r, gpu, go }) {
   const { start, end } = r.range;
   const ctx = useAsync(
     async (signal) => {
+      // The heatmap needs the context (which signals exist) before it
+      // queries; start the likeliest query now, beside the context lookup.
+      const likely = GPU_SIGNALS.find((s) => s.id === gpu) || GPU_SIGNALS[0];
+      prefetch(heatmapQuery(likely, likely.names[0], sel, r.range), signal);
       const [series, streams] = await Promise.all([prom.series([sel], start, end, { signal }), loki.series([sel], start, end, { signal }).catch(() => [])]);
       return summarize(series, streams);
     },
@@ -147,14 +151,37 @@ function naturalCompare(a, b) {
   return a.localeCompare(b, undefined, { numeric: true });
 }
 
+// heatmapQuery is the heatmap's query_range request for a signal.
+function heatmapQuery(signal, name, sel, range) {
+  const step = autoStep(range.end - range.start, HEATMAP_COLS, MIN_STEP);
+  const gs = Math.floor(range.start / step) * step;
+  return { q: `avg_over_time(${name || signal.name}${sel}[${step / 1e3}s])`, gs, end: range.end, step };
+}
+
+// prefetched holds at most one request started before its component
+// mounts, keyed by its parameters.
+let prefetched = null;
+
+function prefetch(h, signal) {
+  const key = `${h.q}\u0000${h.gs}\u0000${h.end}\u0000${h.step}`;
+  prefetched = { key, p: prom.queryRange(h.q, h.gs, h.end, h.step, { signal }) };
+  prefetched.p.catch(() => {}); // a failure is reported by the component's own request
+}
+
+function takePrefetched(h) {
+  const key = `${h.q}\u0000${h.gs}\u0000${h.end}\u0000${h.step}`;
+  if (!prefetched || prefetched.key !== key) return null;
+  const p = prefetched.p;
+  prefetched = null;
+  return p;
+}
+
 function GPUHeatmap({ signal, sel, r, params }) {
-  const { start, end } = r.range;
-  const step = autoStep(end - start, HEATMAP_COLS, MIN_STEP);
-  const gs = Math.floor(start / step) * step;
-  const q = `avg_over_time(${signal.name}${sel}[${step / 1e3}s])`;
+  const h = heatmapQuery(signal, signal.name, sel, r.range);
+  const { q, gs, end, step } = h;
   const st = useAsync(
     async (sg) => {
-      const d = await prom.queryRange(q, gs, end, step, { signal: sg });
+      const d = await (takePrefetched(h) || prom.queryRange(q, gs, end, step, { signal: sg })).catch(() => prom.queryRange(q, gs, end, step, { signal: sg }));
       const hm = buildHeatmap(d.result, gs, end, step);
       return { hm, outliers: markOutliers(hm) };
     },

@@ -50,7 +50,9 @@ func uiGPUs() []uiGPU {
 }
 
 // wobble is deterministic noise in [-1, 1].
-func wobble(i, k int) float64 { return math.Sin(float64(i)*0.37+float64(k)*1.7) * math.Cos(float64(i)*0.11+float64(k)) }
+func wobble(i, k int) float64 {
+	return math.Sin(float64(i)*0.37+float64(k)*1.7) * math.Cos(float64(i)*0.11+float64(k))
+}
 
 // loadTrainingRun writes the run's last hour, ending at end, into weft, and
 // returns the first and last sample times.

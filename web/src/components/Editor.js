@@ -1,8 +1,9 @@
 // A query editor: CodeMirror, loaded in its own chunk on first use.
 //
 // CodeMirror is the largest chunk (154 kB gzipped); it is loaded when the
-// user reaches for the editor (pointer or focus) or when the browser is
-// idle, so the first graph does not wait behind its parsing. Until then
+// user reaches for the editor (pointer or focus), or when the browser is
+// idle after the page's first graph, so that graph does not wait behind
+// its parsing. Until then
 // the query shows as plain text.
 //
 // The editor owns its DOM: the component renders its host element once and
@@ -12,6 +13,9 @@
 import { Component } from 'preact';
 import { html } from '../html.js';
 import { promBase } from '../lib/api.js';
+
+// EDITOR_DELAY_MS bounds how long the editor waits for the first graph.
+const EDITOR_DELAY_MS = 1500;
 
 let cm = null;
 const loadCM = () => (cm ||= import('../editor/cm.js'));
@@ -34,8 +38,10 @@ export class Editor extends Component {
     };
     this.host.addEventListener('pointerdown', start, { once: true });
     this.host.addEventListener('focusin', start, { once: true });
-    if (typeof requestIdleCallback === 'function') requestIdleCallback(start, { timeout: 1500 });
-    else setTimeout(start, 200);
+    // Otherwise after the page's first graph (or EDITOR_DELAY_MS), when idle.
+    const idle = () => (typeof requestIdleCallback === 'function' ? requestIdleCallback(start, { timeout: 1000 }) : setTimeout(start, 50));
+    addEventListener('weft:drawn', idle, { once: true });
+    this.timer = setTimeout(idle, EDITOR_DELAY_MS);
   }
 
   mount() {
@@ -74,6 +80,7 @@ export class Editor extends Component {
 
   componentWillUnmount() {
     this.live = false;
+    clearTimeout(this.timer);
     if (this.ed) this.ed.destroy();
     this.ed = null;
   }

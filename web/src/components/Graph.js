@@ -66,7 +66,10 @@ export function Graph({ data, stacked, bars, exemplars, height = 320, from, to, 
           (u) => {
             drawExemplars(u, exs);
             // When the first draw happened, in ms since navigation (for BenchmarkUI).
-            if (!el.dataset.drawnAt) el.dataset.drawnAt = String(Math.round(performance.now()));
+            if (!el.dataset.drawnAt) {
+              el.dataset.drawnAt = String(Math.round(performance.now()));
+              dispatchEvent(new Event('weft:drawn')); // the editor loads after the first graph
+            }
             setDrawn((n) => n + 1);
           },
         ],

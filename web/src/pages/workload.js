@@ -83,7 +83,8 @@ function Body({ k, v, sel, r, gpu, go }) {
   const c = ctx.data;
   const signals = GPU_SIGNALS.map((s) => ({ ...s, name: s.names.find((n) => c.metrics.has(n)) })).filter((s) => s.name);
   const chosen = signals.find((s) => s.id === gpu) || signals[0];
-  const progress = [...c.metrics].filter((n) => PROGRESS_RE.test(n)).sort().slice(0, MAX_PROGRESS_GRAPHS);
+  // GPU counters (DCGM's PCIe throughput) are in the heatmap, not progress.
+  const progress = [...c.metrics].filter((n) => PROGRESS_RE.test(n) && !n.startsWith('DCGM_')).sort().slice(0, MAX_PROGRESS_GRAPHS);
   const params = { from: r.from, to: r.to };
   return html`
     <${Context} c=${c} k=${k} params=${params} />

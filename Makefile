@@ -18,7 +18,7 @@ GOTEST_FLAGS ?= -race -timeout 15m
 
 export WEFT_PEER_BIN := $(PEER_BIN)
 
-.PHONY: all build run test test-unit lint check peers bench-compare clean fuzz
+.PHONY: all build run test test-unit lint check peers bench-compare clean fuzz web web-check chromium
 
 all: build
 
@@ -35,7 +35,7 @@ run:
 ## test: format, vet and import checks, then every test with -race.
 ## vet runs without -stdmethods: Prometheus' chunkenc.Iterator has Seek(int64) ValueType,
 ## which every storage iterator must implement and the stdmethods check rejects.
-test: check peers
+test: check peers web-check chromium
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-unit: every package's tests but the end-to-end ones: no peers, no browser.
@@ -83,6 +83,28 @@ $(PEER_BIN)/telemetrygen:
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)
+
+## web: rebuild the web UI's bundle into web/dist from web/src (npm ci from the
+## lockfile, then esbuild). The bundle is committed, so that `go build` alone
+## embeds a working UI: run this and commit web/dist after changing web/.
+web: web/node_modules/.package-lock.json
+	cd web && node scripts/build.mjs
+
+web/node_modules/.package-lock.json: web/package-lock.json web/package.json
+	cd web && npm ci --no-audit --no-fund
+
+## web-check: rebuild the UI into $(BUILD_DIR)/web-dist and fail if it differs
+## from the committed web/dist (a stale bundle), then run the UI's JS unit tests
+## (node's test runner). web/sources_test.go checks staleness without npm too.
+web-check: web/node_modules/.package-lock.json
+	cd web && node scripts/build.mjs --out ../$(BUILD_DIR)/web-dist >/dev/null
+	@diff -r web/dist $(BUILD_DIR)/web-dist >/dev/null || { echo "web/dist is stale against web/src: run 'make web' and commit web/dist"; diff -rq web/dist $(BUILD_DIR)/web-dist; exit 1; }
+	cd web && node --test test/
+
+## chromium: the browser the UI tests (e2e/ui_*_test.go) drive, from Debian's
+## packages when missing.
+chromium:
+	@bash web/scripts/install-chromium.sh
 
 ## bench-compare: weft, Prometheus and VictoriaMetrics side by side on one
 ## generated workload (SCALE=tiny|small|medium|large); see docs/benchmarks.md.

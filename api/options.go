@@ -121,6 +121,10 @@ type Options struct {
 	// http.ServeMux pattern; weft's own routes are all in the route table
 	// (routes.go). A pattern that conflicts with one of them makes New fail.
 	Handlers map[string]http.Handler
+	// UI is mounted at "/" and answers every path no other route takes:
+	// the web UI (package web), whose single-page fallback leaves API
+	// paths to 404. nil leaves "/" unrouted (404).
+	UI http.Handler
 
 	// EnableAdmin enables the admin endpoints (delete_series,
 	// clean_tombstones), like Prometheus' --web.enable-admin-api. Default

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -77,7 +77,7 @@ func FuzzRemoteRead(f *testing.F) {
 	f.Add([]byte("\xff\x00not snappy"), false)
 	f.Fuzz(func(t *testing.T, body []byte, encode bool) {
 		if encode {
-			body = snappy.Encode(nil, body)
+			body = s2.EncodeSnappy(nil, body)
 		}
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/read", bytes.NewReader(body))
 		req.Header.Set("Content-Encoding", "snappy")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -61,6 +62,14 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		{pattern: "GET /debug/pprof/profile", h: http.HandlerFunc(pprof.Profile)},
 		{pattern: "GET /debug/pprof/symbol", h: http.HandlerFunc(pprof.Symbol)},
 		{pattern: "GET /debug/pprof/trace", h: http.HandlerFunc(pprof.Trace)},
+	}
+
+	// weft's own API for the UI (cardinality of a selector's series), and
+	// the UI at "/": every path no other route takes.
+	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality", name: "/weft/api/v1/cardinality", ready: true,
+		h: &cardinalityHandler{store: opts.Storage, card: opts.Cardinality, logger: opts.Logger, now: time.Now}})
+	if opts.UI != nil {
+		rs = append(rs, route{pattern: "/", name: "/", h: opts.UI})
 	}
 
 	// OTLP/HTTP on the main port; the same receivers serve the OTLP ports.

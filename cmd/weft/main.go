@@ -115,6 +115,8 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		adminAPI   = fs.Bool("enable-admin-api", opts.EnableAdminAPI, "serve /api/v1/admin/tsdb/delete_series and clean_tombstones")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		showVer    = fs.Bool("version", false, "print the version and exit")
+		webPrefix  = fs.String("web.route-prefix", "", "prefix of every route (APIs, web UI, health, /metrics), as Prometheus' -web.route-prefix; default: the path of -web.external-url, else /")
+		webExtURL  = fs.String("web.external-url", "", "URL users reach weft under, e.g. behind a reverse proxy (http://proxy/weft/); the web UI's links use its path")
 		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
 	fs.Var(&retention, "retention", "how long every signal's data is kept, by wall clock, e.g. 30d, 12h (Prometheus duration syntax)")
@@ -186,6 +188,8 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 			return opts, fmt.Errorf("invalid -wal-sync-interval %w", err)
 		}
 	}
+	opts.Web.RoutePrefix = *webPrefix
+	opts.Web.ExternalURL = *webExtURL
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI
 	}

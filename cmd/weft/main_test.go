@@ -69,6 +69,11 @@ otlp:
 				t.Errorf("options %+v", o)
 			}
 		}},
+		{"web flags", []string{"-web.route-prefix", "/weft", "-web.external-url", "http://proxy/weft/"}, func(t *testing.T, o app.Options) {
+			if o.Web.RoutePrefix != "/weft" || o.Web.ExternalURL != "http://proxy/weft/" {
+				t.Errorf("web %+v", o.Web)
+			}
+		}},
 		{"config file", []string{"-config", cfg}, func(t *testing.T, o app.Options) {
 			if o.Storage.Retention != 7*24*time.Hour || o.Storage.OutOfOrderWindow != 30*time.Minute || o.Storage.BlockCacheBytes != 64<<20 {
 				t.Errorf("storage %+v", o.Storage)

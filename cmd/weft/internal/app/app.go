@@ -147,9 +147,16 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Retention = opts.Storage.Retention
 	aopts.LookbackDelta = opts.Query.LookbackDelta
 	aopts.QueryTimeout = opts.Query.Timeout
+	if aopts.UI, err = newUI(opts.Web); err != nil {
+		return nil, err
+	}
 	srvAPI, err := api.New(aopts)
 	if err != nil {
 		return nil, fmt.Errorf("build http api: %w", err)
+	}
+	handler, err := withRoutePrefix(opts.Web, srvAPI)
+	if err != nil {
+		return nil, err
 	}
 
 	a := &App{
@@ -161,7 +168,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		tracker: tracker,
 		api:     srvAPI,
 		srv: &http.Server{
-			Handler:           srvAPI,
+			Handler:           handler,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},

@@ -68,6 +68,8 @@ type Options struct {
 	CORSOrigin string
 	// ShutdownTimeout bounds Stop when Run stops the server.
 	ShutdownTimeout time.Duration
+	// Web places the routes and the web UI (route prefix, external URL).
+	Web WebOptions
 
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger

@@ -1,0 +1,98 @@
+// The API client: every request the UI makes goes through here, relative
+// to the document's base URL (index.html's <base href>, which weft sets to
+// its route prefix or external URL path), so the UI works behind a proxy.
+// A page that needs a new endpoint adds a method here.
+
+export class APIError extends Error {
+  constructor(message, status, type) {
+    super(message);
+    this.status = status;
+    this.type = type || '';
+  }
+}
+
+// baseURL is the absolute URL API paths are resolved against.
+export function baseURL() {
+  return typeof document !== 'undefined' ? document.baseURI : 'http://localhost/';
+}
+
+// toSeconds writes milliseconds as the API's float seconds.
+const sec = (ms) => (ms / 1e3).toFixed(3);
+// toNanos writes milliseconds as Loki's integer nanoseconds.
+const ns = (ms) => String(Math.round(ms)) + '000000';
+
+function buildURL(path, params) {
+  const u = new URL(path, baseURL());
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v === undefined || v === null || v === '') continue;
+    for (const x of Array.isArray(v) ? v : [v]) u.searchParams.append(k, String(x));
+  }
+  return u;
+}
+
+async function request(path, params, { signal, headers, text } = {}) {
+  let resp;
+  try {
+    resp = await fetch(buildURL(path, params), { signal, headers, credentials: 'same-origin' });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new APIError(`${path}: ${e.message}`, 0);
+  }
+  const body = await resp.text();
+  if (text) {
+    if (!resp.ok) throw new APIError(body.trim() || resp.statusText, resp.status);
+    return body;
+  }
+  let j;
+  try {
+    j = JSON.parse(body);
+  } catch {
+    throw new APIError(body.trim() || `${resp.status} ${resp.statusText}`, resp.status);
+  }
+  if (!resp.ok || j.status === 'error') throw new APIError(j.error || resp.statusText, resp.status, j.errorType);
+  return j.data !== undefined ? j.data : j;
+}
+
+// Prometheus API.
+export const prom = {
+  queryRange: (query, start, end, step, o) =>
+    request('api/v1/query_range', { query, start: sec(start), end: sec(end), step: (step / 1e3).toString() }, o),
+  query: (query, time, o) => request('api/v1/query', { query, time: sec(time) }, o),
+  exemplars: (query, start, end, o) => request('api/v1/query_exemplars', { query, start: sec(start), end: sec(end) }, o),
+  series: (match, start, end, o) => request('api/v1/series', { 'match[]': match, start: sec(start), end: sec(end) }, o),
+  labelValues: (name, match, start, end, o) =>
+    request(`api/v1/label/${encodeURIComponent(name)}/values`, { 'match[]': match, start: start && sec(start), end: end && sec(end) }, o),
+  tsdbStatus: (limit, o) => request('api/v1/status/tsdb', { limit }, o),
+  buildInfo: (o) => request('api/v1/status/buildinfo', {}, o),
+  runtimeInfo: (o) => request('api/v1/status/runtimeinfo', {}, o),
+  flags: (o) => request('api/v1/status/flags', {}, o),
+  metricsText: (o) => request('metrics', {}, { ...o, text: true }),
+};
+
+// Loki API.
+export const loki = {
+  queryRange: (query, start, end, { limit, direction, step, signal } = {}) =>
+    request(
+      'loki/api/v1/query_range',
+      { query, start: ns(start), end: ns(end), limit, direction, step: step && `${Math.max(1, Math.round(step / 1e3))}s` },
+      { signal, headers: { 'X-Loki-Response-Encoding-Flags': 'categorize-labels' } },
+    ),
+  series: (match, start, end, o) => request('loki/api/v1/series', { 'match[]': match, start: ns(start), end: ns(end) }, o),
+  labels: (start, end, o) => request('loki/api/v1/labels', { start: ns(start), end: ns(end) }, o),
+  // tailURL is the WebSocket URL of a live tail.
+  tailURL: (query, startMs, limit) => {
+    const u = buildURL('loki/api/v1/tail', { query, start: ns(startMs), limit });
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    return u.toString();
+  },
+};
+
+// weft's own API.
+export const weft = {
+  cardinality: (match, limit, focusLabel, o) => request('weft/api/v1/cardinality', { 'match[]': match, limit, focusLabel }, o),
+};
+
+// promBase is the URL codemirror-promql's completion client is given.
+export function promBase() {
+  return new URL('.', baseURL()).toString().replace(/\/$/, '');
+}

@@ -36,6 +36,8 @@ func (d *Device) auxStep(a Activity, f Faults, dtMs int64) {
 	r.EncUtil, r.DecUtil = 0, 0
 	r.FBTotal = m.FBTotalMiB
 	r.FBFree = math.Max(0, m.FBTotalMiB-r.FBUsed-fbReservedMiB)
+	r.FBReserved = fbReservedMiB
+	r.VGPULicense = 0
 	r.SlowdownTemp = m.SlowdownTempC
 	r.PowerLimit = m.TDPWatts
 	r.Arch = m.Arch
@@ -74,6 +76,7 @@ func (d *Device) auxStep(a Activity, f Faults, dtMs int64) {
 	noise := func() float64 { return math.Exp(rng.NormFloat64() * 0.15) }
 	r.PCIeRx = math.Round(rx * 1000 * (1 - f.PCIeLoss) * noise())
 	r.PCIeTx = math.Round(tx * 1000 * (1 - f.PCIeLoss) * noise())
+	d.pcieRxKBps, d.pcieTxKBps = rx*1000*(1-f.PCIeLoss), tx*1000*(1-f.PCIeLoss)
 
 	// NVLink: demand capped by what the links still carry.
 	nv := tr.nvlink
@@ -82,8 +85,11 @@ func (d *Device) auxStep(a Activity, f Faults, dtMs int64) {
 	} else if a.Phase == PhaseTraining {
 		nv *= load
 	}
+	d.nvWant, d.nvCarried, d.ivTxKiB, d.ivRxKiB = 0, 0, 0, 0
 	if n := len(d.links); n > 0 {
-		nv = math.Min(nv*noise(), float64(n)*linkGBps*(1-f.NVLinkLoss))
+		d.nvWant = nv * noise()
+		nv = math.Min(d.nvWant, float64(n)*linkGBps*(1-f.NVLinkLoss))
+		d.nvCarried = nv
 		perLink := nv * 1e9 / 1024 * dt / float64(n) / 2 // KiB per direction
 		var total float64
 		for i := range d.links {
@@ -93,6 +99,8 @@ func (d *Device) auxStep(a Activity, f Faults, dtMs int64) {
 			l.TxKiB += tx
 			l.RxKiB += rx
 			total += tx + rx
+			d.ivTxKiB += tx
+			d.ivRxKiB += rx
 			if rng.Float64() < 2e-5 {
 				l.Errors[LinkCRCFlit]++
 			}

@@ -86,6 +86,11 @@ const (
 // Last XID values the storage generator's random faults draw from.
 var randomXIDs = []float64{13, 31, 43, 48, 63, 79, 94}
 
+// DefaultDriverVersion is the NVIDIA driver NewDevice gives a device: the
+// DCGM_FI_DRIVER_VERSION label weft-agent puts on every GPU series (an R550
+// data-centre driver, common on H100 fleets).
+const DefaultDriverVersion = "550.90.07"
+
 // Device is one simulated GPU: identity, physical state and counters that
 // persist across the workloads it runs. Not safe for concurrent use; its
 // Reading is valid until the next Step.
@@ -100,8 +105,15 @@ type Device struct {
 	// generators turn it off and inject faults explicitly. The random draws
 	// happen either way, so the rest of the data does not change with it.
 	RandomFaults bool
+	// DriverVersion is the node's NVIDIA driver (nvmlSystemGetDriverVersion):
+	// weft-agent's DCGM_FI_DRIVER_VERSION label on every GPU series. NewDevice
+	// sets DefaultDriverVersion; empty leaves the label out, as the agent does
+	// when NVML reports no version. Set it before calling IdentityLabels.
+	DriverVersion string
 
 	aux       *rand.Rand // draws for the quantities the storage generator had not
+	prof      *rand.Rand // draws for the profiling figures (DCGM_FI_PROF_*)
+	mix       pipeMix    // how the device's workloads use its SMs and pipes
 	eff       float64    // power efficiency spread between devices
 	ambient   float64    // inlet temperature, °C
 	tempC     float64
@@ -112,8 +124,9 @@ type Device struct {
 	pcie      float64
 	badLink   bool
 	sbe, dbe  float64
-	xid       float64
-	xidLeft   int
+	xidLeft   int // scrapes before a random XID may happen again
+	lastXID   int // code of the last XID counted (0: none yet)
+	lastXIDLb []Label
 	fbDelta   float64
 	levelBias float64
 	memRatio  float64 // memory-copy utilization per unit of SM utilization
@@ -124,6 +137,12 @@ type Device struct {
 	remapPending float64
 	policy       [numPolicies]float64
 	nvlinkKiB    float64
+	nvWant       float64 // NVLink GB/s the workload asked for this interval
+	nvCarried    float64 // NVLink GB/s the links carried
+	ivTxKiB      float64 // NVLink KiB sent this interval, all links
+	ivRxKiB      float64 // NVLink KiB received this interval, all links
+	pcieRxKBps   float64 // interval mean of the PCIe rates NVML samples (KB/s)
+	pcieTxKBps   float64
 	links        []LinkReading
 	xids         []XIDCount
 	mig          []MIGInstance
@@ -164,18 +183,22 @@ func NewDevice(rng *rand.Rand, index int, model GPUModel) *Device {
 		Index: index, Minor: index, Model: model, RandomFaults: true,
 		UUID: fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
 			rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint64()&0xffffffffffff),
-		eff:       0.92 + 0.1*rng.Float64(),
-		ambient:   24 + 6*rng.Float64(),
-		energyMJ:  int64(2e11 + 4e12*rng.Float64()),
-		badLink:   rng.Float64() < 0.08,
-		sbe:       math.Floor(rng.ExpFloat64() * 3),
-		levelBias: -2 * rng.Float64(),
-		watts:     model.IdleWatts,
+		eff:           0.92 + 0.1*rng.Float64(),
+		ambient:       24 + 6*rng.Float64(),
+		energyMJ:      int64(2e11 + 4e12*rng.Float64()),
+		badLink:       rng.Float64() < 0.08,
+		sbe:           math.Floor(rng.ExpFloat64() * 3),
+		levelBias:     -2 * rng.Float64(),
+		watts:         model.IdleWatts,
+		DriverVersion: DefaultDriverVersion,
+		lastXIDLb:     noXIDLabels,
 	}
 	d.tempC, d.memTempC = d.ambient+8, d.ambient+12
 	h := fnv.New64a()
 	h.Write([]byte(d.UUID))
 	d.aux = rand.New(rand.NewPCG(h.Sum64(), uint64(index)))
+	d.prof = rand.New(rand.NewPCG(h.Sum64()^profStream, uint64(index)))
+	d.mix = newPipeMix(d.prof)
 	d.PCIBusID = fmt.Sprintf("00000000:%02X:00.0", pciBuses[index%len(pciBuses)])
 	d.memRatio = 0.35 + 0.15*d.aux.Float64()
 	d.sbeAggBase = d.sbe + math.Floor(d.aux.ExpFloat64()*20)
@@ -242,12 +265,16 @@ type Reading struct {
 	RetiredSBE, RetiredDBE              float64
 	RetiredPending                      float64
 	XIDs                                []XIDCount // since the agent started, by code
-	LastXID                             float64    // the last XID, held for a while (dcgm-exporter's gauge)
-	TensorActive                        float64    // tensor pipe activity, 0-1, 6 decimals
+	LastXID                             float64    // the last XID counted in XIDs, held (0 before the first): DCGM_FI_DEV_XID_ERRORS
+	FBReserved                          float64    // MiB the driver keeps (NVML's v2 memory info)
+	VGPULicense                         float64    // DCGM_FI_DEV_VGPU_LICENSE_STATUS: 0, bare metal without GRID licensing
+	GPM                                 bool       // the GPU has NVML GPM (Hopper): the agent reports Prof for it
+	Prof                                Profile    // the profiling figures over the interval (reported where GPM)
 	MIG                                 []MIGInstance
 	Processes                           []Process
 	Failed                              bool // fell off the bus: the agent reports only gpu_agent_gpu_failed
 	Arch                                Arch
+	lastXIDLb                           []Label // err_code, err_msg of LastXID
 }
 
 // Process is one compute process on a GPU.

@@ -12,23 +12,32 @@
 //     scrape interval under an Activity (the workload's phase, load and
 //     traffic) and Faults (NVLink degradation, cooling loss, ECC errors,
 //     XIDs, a GPU falling off the bus, a PCIe-hungry neighbour) and returns
-//     a Reading of every value the agent collects.
+//     a Reading of every value the agent collects, the profiling figures
+//     (Profile, DCGM_FI_PROF_*) included: GPM ratios that follow the compute
+//     share of the interval and fall when clocks are held down or the
+//     collective waits on NVLink, and byte rates consistent with the PCIe
+//     and NVLink counters. As the agent, only H100s (NVML GPM, Hopper)
+//     report them, and not in MIG mode.
 //   - The family table turns a Reading into samples (EmitGPU, EmitHost),
 //     with the family-specific labels (link and direction, reason, xid,
-//     pid, MIG instance); IdentityLabels and SeriesLabels give the agent's
-//     label set (gpu, UUID, pci_bus_id, device, modelName, Hostname,
-//     gpu_uuid, plus workload context). Presets choose families:
-//     CompactKinds (13 series per GPU, the storage data set), DefaultKinds
-//     (28, dcgm-exporter's defaults plus health counters; weft-bench), and
-//     AllKinds (everything the agent exports).
+//     err_code and err_msg, pid, MIG instance); IdentityLabels and
+//     SeriesLabels give the agent's label set (gpu, UUID, pci_bus_id,
+//     device, modelName, Hostname, gpu_uuid, DCGM_FI_DRIVER_VERSION, plus
+//     workload context). Presets choose families: CompactKinds (13 series
+//     per GPU, the storage data set), DefaultKinds (35 on an H100,
+//     dcgm-exporter's defaults but the XID gauge, plus health counters;
+//     weft-bench and the scenarios), and AllKinds (everything the agent
+//     exports).
 //   - Generate simulates a cluster of training nodes with run churn, as a
-//     Prometheus-style scraper would collect it, for storage tests.
+//     Prometheus-style scraper would collect it, for storage tests (without
+//     the driver-version label unless Options.DriverVersion is set).
 //
 // The same Options (seed included) always produce the same series, label
 // sets and samples, bit for bit, on a given architecture (Go may fuse
 // floating-point multiply-adds differently on others, so a rare value can
 // differ in its last rounded digit across architectures). Every family has
-// its own random draws, so adding a family changes no other family's values.
+// its own random draws, so adding a family changes no other family's values;
+// TestValuesPinned holds each family to a digest of its values.
 // What makes the data realistic, and therefore a fair benchmark for
 // compression:
 //
@@ -38,7 +47,8 @@
 //   - values formatted as the agent reports them: integers for utilization,
 //     temperatures, clocks, framebuffer MiB, PCIe KB/s and counters, watts
 //     with three decimals, violation time in seconds with millisecond
-//     precision;
+//     precision, profiling ratios unrounded (GPM's percent / 100) and
+//     profiling rates in whole bytes/s;
 //   - values that follow a workload: utilization plateaus during training,
 //     with evaluation dips and checkpoint stalls; power follows utilization;
 //     energy is a monotonic mJ counter; temperatures drift slowly; clocks

@@ -66,6 +66,7 @@ var families = []Family{
 	gpu("DCGM_FI_DEV_FB_USED", Gauge, func(r *Reading) float64 { return r.FBUsed }),
 	gpu("DCGM_FI_DEV_FB_FREE", Gauge, func(r *Reading) float64 { return r.FBFree }),
 	gpu("DCGM_FI_DEV_FB_TOTAL", Gauge, func(r *Reading) float64 { return r.FBTotal }),
+	gpu("DCGM_FI_DEV_FB_RESERVED", Gauge, func(r *Reading) float64 { return r.FBReserved }),
 	gpu("DCGM_FI_DEV_GPU_TEMP", Gauge, func(r *Reading) float64 { return r.GPUTemp }),
 	gpu("DCGM_FI_DEV_MEMORY_TEMP", Gauge, func(r *Reading) float64 { return r.MemTemp }),
 	gpu("DCGM_FI_DEV_SLOWDOWN_TEMP", Gauge, func(r *Reading) float64 { return r.SlowdownTemp }),
@@ -100,12 +101,31 @@ var families = []Family{
 	retired("DCGM_FI_DEV_RETIRED_DBE", Counter, func(r *Reading) float64 { return r.RetiredDBE }),
 	retired("DCGM_FI_DEV_RETIRED_PENDING", Gauge, func(r *Reading) float64 { return r.RetiredPending }),
 	{Name: "weft_gpu_xid_errors_total", Type: Counter, GPU: xidErrors},
+	{Name: "DCGM_FI_DEV_XID_ERRORS", Type: Gauge, GPU: xidLast},
+	gpu("DCGM_FI_DEV_VGPU_LICENSE_STATUS", Gauge, func(r *Reading) float64 { return r.VGPULicense }),
+	profFamily("DCGM_FI_PROF_GR_ENGINE_ACTIVE", func(p *Profile) float64 { return p.GrEngineActive }),
+	profFamily("DCGM_FI_PROF_SM_ACTIVE", func(p *Profile) float64 { return p.SMActive }),
+	profFamily("DCGM_FI_PROF_SM_OCCUPANCY", func(p *Profile) float64 { return p.SMOccupancy }),
+	profFamily("DCGM_FI_PROF_DRAM_ACTIVE", func(p *Profile) float64 { return p.DRAMActive }),
+	profFamily("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", func(p *Profile) float64 { return p.TensorActive }),
+	profFamily("DCGM_FI_PROF_PIPE_TENSOR_DFMA_ACTIVE", func(p *Profile) float64 { return p.TensorDFMAActive }),
+	profFamily("DCGM_FI_PROF_PIPE_TENSOR_HMMA_ACTIVE", func(p *Profile) float64 { return p.TensorHMMAActive }),
+	profFamily("DCGM_FI_PROF_PIPE_TENSOR_IMMA_ACTIVE", func(p *Profile) float64 { return p.TensorIMMAActive }),
+	profFamily("DCGM_FI_PROF_PIPE_FP64_ACTIVE", func(p *Profile) float64 { return p.FP64Active }),
+	profFamily("DCGM_FI_PROF_PIPE_FP32_ACTIVE", func(p *Profile) float64 { return p.FP32Active }),
+	profFamily("DCGM_FI_PROF_PIPE_FP16_ACTIVE", func(p *Profile) float64 { return p.FP16Active }),
+	profFamily("DCGM_FI_PROF_PIPE_INT_ACTIVE", func(p *Profile) float64 { return p.IntActive }),
+	profFamily("DCGM_FI_PROF_PCIE_TX_BYTES", func(p *Profile) float64 { return p.PCIeTxBytes }),
+	profFamily("DCGM_FI_PROF_PCIE_RX_BYTES", func(p *Profile) float64 { return p.PCIeRxBytes }),
+	profFamily("DCGM_FI_PROF_NVLINK_TX_BYTES", func(p *Profile) float64 { return p.NVLinkTxBytes }),
+	profFamily("DCGM_FI_PROF_NVLINK_RX_BYTES", func(p *Profile) float64 { return p.NVLinkRxBytes }),
 	{Name: "weft_gpu_mig_instance_info", Type: Gauge, GPU: migInfo},
 	{Name: "weft_gpu_mig_fb_used", Type: Gauge, GPU: migFBUsed},
 	{Name: "weft_gpu_process_memory_used", Type: Gauge, GPU: perProcess(func(p *Process) float64 { return p.MemMiB })},
 	{Name: "weft_gpu_process_sm_util", Type: Gauge, GPU: perProcess(func(p *Process) float64 { return p.SMUtil })},
 	{Name: "weft_gpu_process_mem_util", Type: Gauge, GPU: perProcess(func(p *Process) float64 { return p.MemUtl })},
 	{Name: FamilyGPUFailed, Type: Gauge, GPU: gpuFailed, Fixed: true},
+	{Name: "gpu_agent_gpm_supported", Type: Gauge, GPU: gpmSupported, Fixed: true},
 	{Name: "gpu_agent_nvml_up", Type: Gauge, Host: func(h *HostReading, k Kind, e Emitter) { e.Emit(k, h.NVMLUp, nil) }, HostLabel: true},
 	{Name: "gpu_agent_nvml_errors_total", Type: Counter, Host: nvmlErrors, HostLabel: true},
 	{Name: "gpu_agent_queue_bytes", Type: Gauge, Host: queued(func(h *HostReading) float64 { return h.QueueBytes })},
@@ -193,12 +213,16 @@ func CompactKinds() []Kind {
 }
 
 // DefaultKinds are the families of dcgm-exporter's default counter set that
-// weft-agent emits, plus its NVLink and ECC health counters: one series
-// each per GPU (Hopper/Ampere), 28 in all. weft-bench's GPU fleet uses them.
+// weft-agent emits, plus its NVLink and ECC health counters: 35 on an H100,
+// each one series per GPU without family labels (on Ampere the five
+// DCGM_FI_PROF_* families emit nothing: no GPM). weft-bench's GPU fleet and
+// the incident scenarios use them. dcgm-exporter's DCGM_FI_DEV_XID_ERRORS is
+// left out: its err_code and err_msg labels change with the XID, and the
+// fleet files samples by position, without family labels.
 func DefaultKinds() []Kind {
 	return MustKinds(
 		"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL",
-		"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP",
+		"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP",
 		"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK",
 		"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
 		"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
@@ -206,7 +230,9 @@ func DefaultKinds() []Kind {
 		"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
 		"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
 		"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-		"DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE", FamilyGPUFailed)
+		"DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+		"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
+		"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES", FamilyGPUFailed)
 }
 
 // Emitters.

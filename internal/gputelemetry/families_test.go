@@ -1,6 +1,7 @@
 package gputelemetry
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -30,12 +31,14 @@ type fleetSample struct {
 }
 
 // agentFleet steps a fleet that exercises every family once: H100 (one
-// with MIG), A100 and V100 GPUs running a process, an XID, a lost GPU.
+// with MIG), A100 and V100 GPUs running a process, an XID, a lost GPU, and
+// one node whose NVML reports no driver version.
 func agentFleet(t *testing.T) (gpuSamples []fleetSample, host HostReading) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 7))
 	devs := []*Device{NewDevice(rng, 0, H100), NewDevice(rng, 1, H100), NewDevice(rng, 2, A100), NewDevice(rng, 3, V100), NewDevice(rng, 4, H100)}
 	devs[1].EnableMIG(2, "3g.40gb")
+	devs[2].DriverVersion = ""
 	for step := 0; step < 3; step++ {
 		for i, d := range devs {
 			f := Faults{}
@@ -109,7 +112,8 @@ func TestAgentParity(t *testing.T) {
 		if def == nil {
 			continue
 		}
-		info := gpuagent.GPUInfo{Index: s.dev.Index, Minor: s.dev.Minor, UUID: s.dev.UUID, PCIBusID: s.dev.PCIBusID, Model: s.dev.Model.Name}
+		info := gpuagent.GPUInfo{Index: s.dev.Index, Minor: s.dev.Minor, UUID: s.dev.UUID, PCIBusID: s.dev.PCIBusID, Model: s.dev.Model.Name,
+			DriverVersion: s.dev.DriverVersion}
 		snap := gpuagent.GPUSnapshot{Info: info}
 		var extra []gpuagent.Label
 		pid := ""
@@ -144,5 +148,33 @@ func TestAgentParity(t *testing.T) {
 	}
 	if len(checked) < 40 {
 		t.Errorf("label sets checked for %d families only", len(checked))
+	}
+}
+
+// TestXIDMessagesAreTheAgents holds the err_msg labels of
+// DCGM_FI_DEV_XID_ERRORS to weft-agent's XID meanings, which its event log
+// lines carry after the GPU ("XID 48 on GPU 0 (uuid): double bit ECC error").
+func TestXIDMessagesAreTheAgents(t *testing.T) {
+	known := 0
+	for code := 0; code < 256; code++ {
+		msg := gpuagent.Event{Kind: gpuagent.EventXID, Code: uint64(code), GPU: gpuagent.GPUInfo{UUID: "u"}}.Message()
+		agent, ok := strings.CutPrefix(msg, fmt.Sprintf("XID %d on GPU 0 (u)", code))
+		if !ok {
+			t.Fatalf("XID %d: the agent's log line %q changed shape", code, msg)
+		}
+		want := "Unknown Error"
+		switch {
+		case code == 0:
+			want = "No Error"
+		case agent != "":
+			want = strings.TrimPrefix(agent, ": ")
+			known++
+		}
+		if got := xidMessage(code); got != want {
+			t.Errorf("XID %d: err_msg %q, the agent's is %q", code, got, want)
+		}
+	}
+	if known != len(xidMessages) {
+		t.Errorf("the agent knows %d XIDs, the generator %d", known, len(xidMessages))
 	}
 }

@@ -49,6 +49,12 @@ type Options struct {
 	MIGNodes int
 	// Job is the scrape job label. Default "weft-agent".
 	Job string
+	// DriverVersion, when set, is the DCGM_FI_DRIVER_VERSION label weft-agent
+	// puts on every GPU series (DefaultDriverVersion is a realistic one).
+	// Default empty: no such label, as from an agent whose NVML reports no
+	// version; the storage data set kept its label set when the agent
+	// learned the label.
+	DriverVersion string
 }
 
 // NoJitter as Options.JitterMs puts every timestamp exactly on the grid.
@@ -240,6 +246,7 @@ func simulateNode(opts Options, node, slots int) []Series {
 	idents := make([][]Label, opts.GPUsPerNode)
 	for i := range gpus {
 		gpus[i] = NewDevice(rng, i, model)
+		gpus[i].DriverVersion = opts.DriverVersion
 		idents[i] = gpus[i].IdentityLabels(host)
 		if node < opts.MIGNodes {
 			gpus[i].EnableMIG(2, "3g.40gb")

@@ -173,7 +173,8 @@ func checkValues(t *testing.T, s Series) {
 // TestGenerateAllKinds generates every family over a mixed fleet (H100
 // with MIG, A100, V100) and checks the family-specific series: per link
 // and direction, per reason, per process, per MIG device, and the agent's
-// own series per node.
+// own series per node; with a driver version, every GPU series carries it
+// and the agent's own series do not.
 func TestGenerateAllKinds(t *testing.T) {
 	o := DefaultOptions()
 	o.Nodes = 3
@@ -181,9 +182,14 @@ func TestGenerateAllKinds(t *testing.T) {
 	o.Families = AllKinds()
 	o.Models = []GPUModel{H100, A100, V100}
 	o.MIGNodes = 1
+	o.DriverVersion = DefaultDriverVersion
 	count := map[string]map[string]bool{} // family -> distinct label sets
 	for _, s := range Generate(o) {
 		n := s.Kind.MetricName()
+		gpuSeries := s.Kind.Family().GPU != nil
+		if got := s.Labels.Get(DriverVersionLabel); (got == DefaultDriverVersion) != gpuSeries || (!gpuSeries && got != "") {
+			t.Fatalf("%v: %s=%q", s.Labels, DriverVersionLabel, got)
+		}
 		if count[n] == nil {
 			count[n] = map[string]bool{}
 		}
@@ -202,6 +208,8 @@ func TestGenerateAllKinds(t *testing.T) {
 		{"weft_gpu_process_memory_used", 3 * 8},
 		{"DCGM_FI_DEV_RETIRED_SBE", 8},
 		{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", 2 * 8},
+		{"DCGM_FI_DEV_XID_ERRORS", 3 * 8},
+		{"gpu_agent_gpm_supported", 2 * 8}, // A100 and V100 nodes: 0; none in MIG mode
 		{"gpu_agent_nvml_up", 3},
 		{"gpu_agent_queue_bytes", 3},
 	} {

@@ -8,11 +8,12 @@ import (
 
 // IdentityLabels returns the labels weft-agent puts on every series of d
 // under its default (dcgm-exporter) naming, in the agent's order: gpu, UUID,
-// pci_bus_id, device, modelName, Hostname, and weft's canonical gpu_uuid.
+// pci_bus_id, device, modelName, Hostname, weft's canonical gpu_uuid, and
+// DCGM_FI_DRIVER_VERSION (left out when d.DriverVersion is empty).
 // Workload context labels (run_id, pod, ...) and, for a scraped agent, the
 // scraper's job and instance come on top.
 func (d *Device) IdentityLabels(host string) []Label {
-	return []Label{
+	l := []Label{
 		{"gpu", strconv.Itoa(d.Index)},
 		{"UUID", d.UUID},
 		{"pci_bus_id", d.PCIBusID},
@@ -21,7 +22,15 @@ func (d *Device) IdentityLabels(host string) []Label {
 		{"Hostname", host},
 		{"gpu_uuid", d.UUID},
 	}
+	if d.DriverVersion != "" {
+		l = append(l, Label{DriverVersionLabel, d.DriverVersion})
+	}
+	return l
 }
+
+// DriverVersionLabel is the label dcgm-exporter, and weft-agent under its
+// naming, put the driver's version in on every GPU series.
+const DriverVersionLabel = "DCGM_FI_DRIVER_VERSION"
 
 // HostLabels are the labels of the agent's own series that carry the host.
 func HostLabels(host string) []Label { return []Label{{"Hostname", host}} }

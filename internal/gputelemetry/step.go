@@ -147,7 +147,7 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 		}
 	}
 
-	// Tensor pipe activity, a DCGM profiling ratio printed with 6 decimals.
+	// Tensor pipe activity (0-1) while the workload computes.
 	tensor := 0.0
 	switch a.Phase {
 	case PhaseTraining:
@@ -158,6 +158,9 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 		tensor = math.Abs(rng.NormFloat64() * 0.01)
 	}
 	tensor = math.Max(0, math.Min(1, tensor))
+	// profile lowers it for held-down clocks and NVLink stalls. (The
+	// storage generator rounded it to 6 decimals, as dcgm-exporter prints
+	// it; weft-agent reports GPM's figure unrounded.)
 
 	// Error counters: mostly flat.
 	if d.badLink && rng.Float64() < 0.003 {
@@ -171,15 +174,14 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 	if rng.Float64() < 0.000005 && d.RandomFaults {
 		d.dbe++
 	}
+	// A random XID is followed by a quiet spell (the storage generator
+	// held its last-XID gauge that long; the draws stay as they were).
 	if d.xidLeft > 0 {
 		d.xidLeft--
-		if d.xidLeft == 0 {
-			d.xid = 0
-		}
 	} else if rng.Float64() < 0.00005 {
 		code, left := randomXIDs[rng.IntN(len(randomXIDs))], 20+rng.IntN(40)
 		if d.RandomFaults {
-			d.xid, d.xidLeft = code, left
+			d.xidLeft = left
 			d.countXID(int(code))
 		}
 	}
@@ -199,12 +201,12 @@ func (d *Device) Step(rng *rand.Rand, dtMs int64, a Activity, f Faults) *Reading
 	r.FBUsed = fb
 	r.SMClock = clock
 	r.MemClock = m.MemClock
-	r.TensorActive = math.Round(tensor*1e6) / 1e6
 	r.PCIeReplay = d.pcie
-	r.LastXID = d.xid
+	r.LastXID, r.lastXIDLb = float64(d.lastXID), d.lastXIDLb
 	r.SBEVol = d.sbe
 	r.DBEVol = d.dbe
 	d.auxStep(a, f, dtMs)
+	d.profile(a, tensor, dtMs)
 	return r
 }
 
@@ -258,7 +260,7 @@ func (d *Device) Idle(rng *rand.Rand, ms int64) {
 	d.memTempC += (d.ambient + 12 - d.memTempC) * cool
 	d.fbDelta = 0
 	d.clockIdx = 0
-	d.xid, d.xidLeft = 0, 0
+	d.xidLeft = 0
 }
 
 func (d *Device) countXID(code int) {
@@ -267,13 +269,16 @@ func (d *Device) countXID(code int) {
 		d.xids = slices.Insert(d.xids, i, XIDCount{Code: code, labels: []Label{{"xid", strconv.Itoa(code)}}})
 	}
 	d.xids[i].Count++
+	if code != d.lastXID {
+		d.lastXID, d.lastXIDLb = code, xidLabels(code)
+	}
 }
 
 // faults applies the injected conditions that act on the main state.
 func (d *Device) faults(f Faults) {
 	for _, x := range f.XID {
 		d.countXID(x)
-		d.xid, d.xidLeft = float64(x), 1<<30 // a fatal XID stays the last one
+		d.xidLeft = 1 << 30 // no random XID after an injected one
 	}
 	d.sbe += f.SBE
 	d.dbe += f.DBE

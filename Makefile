@@ -11,6 +11,9 @@ PROMETHEUS_VERSION      := v0.316.0
 VICTORIAMETRICS_VERSION := v1.151.0
 VICTORIALOGS_VERSION    := v1.52.1
 TELEMETRYGEN_VERSION    := v0.161.0
+# versitygw is the S3-API server of the scale-out end-to-end test (a real S3
+# gateway over a directory; Apache-2.0).
+VERSITYGW_VERSION       := v1.8.0
 
 # Packages that need cgo (go-nvml) are still tested with CGO_ENABLED=1; the
 # rest must also build without cgo (checked in `check`).
@@ -70,7 +73,7 @@ fuzz:
 	done
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
-peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen
+peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen $(PEER_BIN)/versitygw
 
 $(PEER_BIN)/prometheus:
 	@mkdir -p $(PEER_BIN)
@@ -80,6 +83,11 @@ $(PEER_BIN)/prometheus:
 $(PEER_BIN)/telemetrygen:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$(TELEMETRYGEN_VERSION)
+
+# versitygw serves the bucket of e2e/scaleout_test.go (docs/scale-out.md).
+$(PEER_BIN)/versitygw:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)

@@ -16,6 +16,13 @@ var (
 	// invalid or refused by storage as a client error (out of window,
 	// duplicate, ...). The rest of the batch was appended.
 	ErrRejected = errors.New("remote write data rejected")
+
+	// ErrUnavailable reports that the write path could not take the data
+	// for now (a scale-out distributor's produce to the ingest log was not
+	// acknowledged): nothing of the request may be assumed stored, and a
+	// retry may succeed. Receivers answer 503 with Retry-After (gRPC
+	// UNAVAILABLE).
+	ErrUnavailable = errors.New("write path unavailable")
 )
 
 // Reason classifies why a series, sample or exemplar was rejected. It is the

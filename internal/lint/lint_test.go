@@ -32,7 +32,10 @@ type layer struct {
 var (
 	transport = []string{"net/http", "google.golang.org/grpc"}
 	config    = []string{"go.yaml.in/yaml", "github.com/prometheus/prometheus/config"}
-	leaves    = []string{"internal/promlabels"}
+	// remote are the clients of the scale-out engines (Kafka-API log,
+	// S3-API bucket): only cluster/ and cmd talk to them.
+	remote = []string{"github.com/twmb/franz-go", "github.com/minio/minio-go"}
+	leaves = []string{"internal/promlabels"}
 )
 
 // layers is the table: the design card's dependency direction,
@@ -44,10 +47,14 @@ var layers = []layer{
 	{prefix: "internal/promlabels", weft: nil},
 	{prefix: "internal/gputelemetry", weft: nil},
 	{prefix: "proto", weft: nil},
-	{prefix: "index", weft: leaves, forbidden: transport},
-	{prefix: "storage", weft: append([]string{"index"}, leaves...), forbidden: append(slices.Clone(transport), config...)},
-	{prefix: "query", weft: append([]string{"storage", "index"}, leaves...), forbidden: append(slices.Clone(transport), config...)},
-	{prefix: "ingest", weft: append([]string{"storage", "index", "proto"}, leaves...), forbidden: append(slices.Clone(transport), "go.yaml.in/yaml")},
+	{prefix: "index", weft: leaves, forbidden: append(slices.Clone(transport), remote...)},
+	{prefix: "storage", weft: append([]string{"index"}, leaves...), forbidden: slices.Concat(transport, config, remote)},
+	{prefix: "query", weft: append([]string{"storage", "index"}, leaves...), forbidden: slices.Concat(transport, config, remote)},
+	{prefix: "ingest", weft: append([]string{"storage", "index", "proto"}, leaves...), forbidden: slices.Concat(transport, []string{"go.yaml.in/yaml"}, remote)},
+	// The scale-out roles' parts (docs/scale-out.md): the ingest log, the
+	// ingester's consumer, the fan-out querier, blocks in a bucket. Over
+	// the single-node packages, beside api (neither imports the other).
+	{prefix: "cluster", weft: append([]string{"ingest", "query", "storage", "index"}, leaves...)},
 	{prefix: "ruler", weft: append([]string{"query", "storage", "index", "ingest"}, leaves...)},
 	{prefix: "api", weft: append([]string{"ingest", "query", "storage", "index", "proto", "ruler"}, leaves...)},
 	{prefix: "web", weft: []string{"api"}},

@@ -1,0 +1,206 @@
+package kafkalog
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// producer is what a Sink writes through; *Producer provides it.
+type producer interface {
+	Produce(ctx context.Context, recs []Produced) ([]int64, error)
+}
+
+// Sink is the distributor's store: a Prometheus AppendableV2 (remote write,
+// OTLP metrics) and a log Pusher (Loki push, OTLP logs) whose commits produce
+// records to the partitions their series and streams hash to, and return
+// only after the brokers acknowledged every record. Errors of Commit and
+// Push wrap ingest.ErrUnavailable. Safe for concurrent use; appenders are
+// not.
+type Sink struct {
+	p          producer
+	partitions int32
+	maxBytes   int
+	encoders   sync.Pool
+}
+
+// NewSink returns a sink producing through p to partitions partitions
+// (positive), splitting records above maxRecordBytes (0: the default).
+func NewSink(p producer, partitions int32, maxRecordBytes int) *Sink {
+	if maxRecordBytes <= 0 {
+		maxRecordBytes = DefaultMaxRecordBytes
+	}
+	return &Sink{p: p, partitions: partitions, maxBytes: maxRecordBytes,
+		encoders: sync.Pool{New: func() any { return record.NewEncoder() }}}
+}
+
+// AppenderV2 implements storage.AppendableV2.
+func (s *Sink) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
+	return &sinkAppender{s: s, ctx: ctx, index: map[uint64][]int{}}
+}
+
+// sinkAppender buffers one transaction's samples by series. The labels,
+// histograms and exemplar values it is given stay referenced until Commit
+// or Rollback: every weft ingest path commits before it reuses them.
+type sinkAppender struct {
+	s      *Sink
+	ctx    context.Context
+	series []record.Series
+	hashes []uint64
+	index  map[uint64][]int // label hash → indexes in series
+}
+
+// Append implements storage.AppenderV2. It never rejects: validation is the
+// ingest path's, storage-level checks (out of order, duplicates) the
+// ingester's.
+func (a *sinkAppender) Append(_ promstorage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts promstorage.AppendV2Options) (promstorage.SeriesRef, error) {
+	hash := record.Hash(ls)
+	i := -1
+	for _, j := range a.index[hash] {
+		if labels.Equal(a.series[j].Labels, ls) {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		i = len(a.series)
+		a.series = append(a.series, record.Series{Labels: ls, FamilyName: strings.Clone(opts.MetricFamilyName), Metadata: opts.Metadata})
+		a.hashes = append(a.hashes, hash)
+		a.index[hash] = append(a.index[hash], i)
+	}
+	smp := record.Sample{T: t, ST: st, V: v, H: h, FH: fh, RejectOOO: opts.RejectOutOfOrder}
+	if len(opts.Exemplars) > 0 {
+		smp.Exemplars = slices.Clone(opts.Exemplars)
+	}
+	a.series[i].Samples = append(a.series[i].Samples, smp)
+	return promstorage.SeriesRef(hash), nil
+}
+
+// AppendExemplars implements storage.ExemplarAppenderV2: the exemplars join
+// the series' last sample.
+func (a *sinkAppender) AppendExemplars(_ promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
+	hash := record.Hash(ls)
+	for _, j := range a.index[hash] {
+		if labels.Equal(a.series[j].Labels, ls) && len(a.series[j].Samples) > 0 {
+			last := &a.series[j].Samples[len(a.series[j].Samples)-1]
+			last.Exemplars = append(last.Exemplars, es...)
+			return promstorage.SeriesRef(hash), nil
+		}
+	}
+	return promstorage.SeriesRef(hash), nil
+}
+
+// Commit produces the transaction's records and waits for their
+// acknowledgement.
+func (a *sinkAppender) Commit() error {
+	if len(a.series) == 0 {
+		return nil
+	}
+	byPart := make(map[int32][]record.Series)
+	for i := range a.series {
+		p := record.Partition(a.hashes[i], a.s.partitions)
+		byPart[p] = append(byPart[p], a.series[i])
+	}
+	enc := a.s.encoders.Get().(*record.Encoder)
+	defer a.s.encoders.Put(enc)
+	var recs []Produced
+	for _, p := range sortedKeys(byPart) {
+		recs = a.s.splitMetrics(enc, recs, p, byPart[p])
+	}
+	a.series = nil
+	_, err := a.s.p.Produce(a.ctx, recs)
+	return err
+}
+
+// Rollback implements storage.AppenderV2: nothing was produced.
+func (a *sinkAppender) Rollback() error {
+	a.series = nil
+	return nil
+}
+
+// splitMetrics appends the records of series on partition p, halving the
+// series (or, for one series, its samples) until each record fits.
+func (s *Sink) splitMetrics(enc *record.Encoder, dst []Produced, p int32, series []record.Series) []Produced {
+	b := enc.AppendMetrics(nil, series)
+	if len(b) <= s.maxBytes {
+		return append(dst, Produced{Partition: p, Kind: record.KindMetrics, Value: b})
+	}
+	if len(series) > 1 {
+		dst = s.splitMetrics(enc, dst, p, series[:len(series)/2])
+		return s.splitMetrics(enc, dst, p, series[len(series)/2:])
+	}
+	one := series[0]
+	if len(one.Samples) <= 1 {
+		return append(dst, Produced{Partition: p, Kind: record.KindMetrics, Value: b}) // the broker decides
+	}
+	half := len(one.Samples) / 2
+	lo, hi := one, one
+	lo.Samples, hi.Samples = one.Samples[:half], one.Samples[half:]
+	dst = s.splitMetrics(enc, dst, p, []record.Series{lo})
+	return s.splitMetrics(enc, dst, p, []record.Series{hi})
+}
+
+// Push implements the log ingest paths' Pusher (ingest/loki.Pusher): the
+// streams go to their partitions' records.
+func (s *Sink) Push(ctx context.Context, streams []logstore.PushStream) error {
+	byPart := make(map[int32][]logstore.PushStream)
+	for _, ps := range streams {
+		if len(ps.Entries) == 0 {
+			continue
+		}
+		if ps.Labels.IsEmpty() {
+			return logstore.ErrEmptyLabels
+		}
+		p := record.PartitionOf(ps.Labels, s.partitions)
+		byPart[p] = append(byPart[p], ps)
+	}
+	if len(byPart) == 0 {
+		return nil
+	}
+	enc := s.encoders.Get().(*record.Encoder)
+	defer s.encoders.Put(enc)
+	var recs []Produced
+	for _, p := range sortedKeys(byPart) {
+		recs = s.splitLogs(enc, recs, p, byPart[p])
+	}
+	_, err := s.p.Produce(ctx, recs)
+	return err
+}
+
+func (s *Sink) splitLogs(enc *record.Encoder, dst []Produced, p int32, streams []logstore.PushStream) []Produced {
+	b := enc.AppendLogs(nil, streams)
+	if len(b) <= s.maxBytes {
+		return append(dst, Produced{Partition: p, Kind: record.KindLogs, Value: b})
+	}
+	if len(streams) > 1 {
+		dst = s.splitLogs(enc, dst, p, streams[:len(streams)/2])
+		return s.splitLogs(enc, dst, p, streams[len(streams)/2:])
+	}
+	one := streams[0]
+	if len(one.Entries) <= 1 {
+		return append(dst, Produced{Partition: p, Kind: record.KindLogs, Value: b})
+	}
+	half := len(one.Entries) / 2
+	lo, hi := one, one
+	lo.Entries, hi.Entries = one.Entries[:half], one.Entries[half:]
+	dst = s.splitLogs(enc, dst, p, []logstore.PushStream{lo})
+	return s.splitLogs(enc, dst, p, []logstore.PushStream{hi})
+}
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	ks := make([]int32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

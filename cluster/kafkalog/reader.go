@@ -71,6 +71,9 @@ func NewReader(opts Options, group string, partitions []int32) (*Reader, error) 
 // read) of the reader's partitions; partitions without a commit are absent.
 func (r *Reader) Committed(ctx context.Context) (map[int32]int64, error) {
 	resp, err := r.adm.FetchOffsetsForTopics(ctx, r.group, r.opts.Topic)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}, nil // nothing committed yet
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch offsets of group %s: %w", r.group, err)
 	}

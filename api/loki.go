@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/query/logpattern"
 	"github.com/weftdb/weft/query/logql"
@@ -76,7 +77,7 @@ func DefaultLokiOptions() LokiOptions {
 
 // lokiAPI serves the Loki HTTP API over the log store and the LogQL engine.
 type lokiAPI struct {
-	store  *logstore.Store
+	store  LogStore
 	engine *logql.Engine
 	ing    *loki.Ingester
 	opts   LokiOptions
@@ -94,7 +95,7 @@ var _ logql.Source = (*logstore.Store)(nil)
 // concurrent use; it owns no goroutines beyond those of open tail
 // connections, which end when their request context ends. Lines it stores
 // are published to opts.Broadcaster after they are durable.
-func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOptions) http.Handler {
+func NewLokiHandler(store LogStore, engine *logql.Engine, opts LokiOptions) http.Handler {
 	mux := http.NewServeMux()
 	for _, r := range newLokiAPI(store, engine, opts).routes() {
 		mux.Handle(r.pattern, r.h)
@@ -103,7 +104,7 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 }
 
 // newLokiAPI applies the defaults of opts and builds the Loki API.
-func newLokiAPI(store *logstore.Store, engine *logql.Engine, opts LokiOptions) *lokiAPI {
+func newLokiAPI(store LogStore, engine *logql.Engine, opts LokiOptions) *lokiAPI {
 	d := DefaultLokiOptions()
 	if opts.MaxPushBodySize <= 0 {
 		opts.MaxPushBodySize = d.MaxPushBodySize
@@ -449,6 +450,10 @@ func writeJSON(w http.ResponseWriter, b []byte) {
 
 // Push.
 
+// lokiRetryAfter is the Retry-After (seconds) of a push the write path could
+// not take for now: a produce that failed is usually a broker moving.
+const lokiRetryAfter = "1"
+
 func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 	req, err := loki.DecodeBody(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"), r.Body, a.opts.MaxPushBodySize)
 	switch {
@@ -467,6 +472,10 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld):
 		a.badRequest(w, err)
+	case errors.Is(err, ingest.ErrUnavailable): // a distributor's produce failed: retry
+		a.log.Warn("loki_push_unavailable", "err", err)
+		w.Header().Set("Retry-After", lokiRetryAfter)
+		lokiError(w, http.StatusServiceUnavailable, err.Error())
 	default:
 		a.log.Error("loki_push_failed", "err", err)
 		lokiError(w, http.StatusInternalServerError, err.Error())

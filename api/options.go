@@ -15,7 +15,6 @@ import (
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
-	"github.com/weftdb/weft/storage/logstore"
 )
 
 // Storage is what the Prometheus API reads: samples, chunks and exemplars.
@@ -103,7 +102,7 @@ type Options struct {
 	OTLP OTLPOptions
 	// Logs is the log store: the Loki API under /loki/ and OTLP logs are
 	// served when it is set.
-	Logs *logstore.Store
+	Logs LogStore
 	// LogQL configures the LogQL engine of the Loki API.
 	LogQL logql.EngineOptions
 	// Loki configures the Loki API (push limits, query defaults, tail).

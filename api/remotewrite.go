@@ -254,12 +254,12 @@ func (h *remoteWriteHandler) store(w http.ResponseWriter, r *http.Request, proto
 			err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
 		h.opts.Logger.Error("remote_write_append_failed", "protocol", proto.String(), "series", batch.NumSeries(), "err", err)
-		h.fail(w, proto, http.StatusInternalServerError, "store remote write batch: "+err.Error())
+		h.storeFailed(w, proto, err, "store remote write batch: ")
 		return
 	}
 	if cerr := app.Commit(); cerr != nil {
 		h.opts.Logger.Error("remote_write_commit_failed", "protocol", proto.String(), "series", batch.NumSeries(), "err", cerr)
-		h.fail(w, proto, http.StatusInternalServerError, "commit remote write batch: "+cerr.Error())
+		h.storeFailed(w, proto, cerr, "commit remote write batch: ")
 		return
 	}
 	h.metrics.observe(&res)
@@ -293,6 +293,18 @@ func (h *remoteWriteHandler) fail(w http.ResponseWriter, proto ingest.Protocol, 
 	}
 	h.metrics.request(proto, code)
 	http.Error(w, msg, code)
+}
+
+// storeFailed answers a batch the store did not take: 503 with Retry-After
+// when the write path is unavailable for now (ingest.ErrUnavailable: a
+// scale-out distributor's produce failed), else 500. Senders retry both.
+func (h *remoteWriteHandler) storeFailed(w http.ResponseWriter, proto ingest.Protocol, err error, step string) {
+	if errors.Is(err, ingest.ErrUnavailable) {
+		w.Header().Set("Retry-After", h.retry)
+		h.fail(w, proto, http.StatusServiceUnavailable, step+err.Error())
+		return
+	}
+	h.fail(w, proto, http.StatusInternalServerError, step+err.Error())
 }
 
 func (h *remoteWriteHandler) throttle(w http.ResponseWriter, proto ingest.Protocol, msg string) {

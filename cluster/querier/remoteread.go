@@ -1,0 +1,135 @@
+package querier
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage/remote"
+
+	"github.com/weftdb/weft/cluster/readapi"
+)
+
+// maxReadResponseBytes bounds a decoded remote-read answer (Prometheus'
+// own client has no bound; a querier must not be blown up by one answer).
+const maxReadResponseBytes = 1 << 30
+
+// remoteRead selects series from one node over Prometheus' remote-read
+// protocol (samples response), sorted by labels.
+func (q *Querier) remoteRead(ctx context.Context, base string, mint, maxt int64, hints *promstorage.SelectHints, ms []*labels.Matcher) (promstorage.SeriesSet, error) {
+	query, err := remote.ToQuery(mint, maxt, ms, hints)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", readapi.ErrBadRequest, err)
+	}
+	req := &prompb.ReadRequest{Queries: []*prompb.Query{query}, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}}
+	raw, err := req.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode remote read: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/read", bytes.NewReader(s2.EncodeSnappy(nil, raw)))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Encoding", "snappy")
+	hreq.Header.Set("Content-Type", "application/x-protobuf")
+	hreq.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
+	readapi.SetHeaders(ctx, hreq.Header)
+	resp, err := q.hc.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("remote read %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReadResponseBytes))
+	if err != nil {
+		return nil, fmt.Errorf("remote read %s: %w", base, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		err := fmt.Errorf("remote read %s: %s: %s", base, resp.Status, strings.TrimSpace(string(body)))
+		if resp.StatusCode == http.StatusBadRequest {
+			err = fmt.Errorf("%w: %w", readapi.ErrBadRequest, err)
+		}
+		return nil, err
+	}
+	n, err := s2.DecodedLen(body)
+	if err != nil || n > maxReadResponseBytes {
+		return nil, fmt.Errorf("remote read %s: bad snappy answer (%d bytes): %v", base, n, err)
+	}
+	dec, err := s2.Decode(nil, body)
+	if err != nil {
+		return nil, fmt.Errorf("remote read %s: %w", base, err)
+	}
+	var rr prompb.ReadResponse
+	if err := rr.Unmarshal(dec); err != nil {
+		return nil, fmt.Errorf("remote read %s: decode: %w", base, err)
+	}
+	if len(rr.Results) != 1 {
+		return nil, fmt.Errorf("remote read %s: %d results for 1 query", base, len(rr.Results))
+	}
+	return remote.FromQueryResult(true, rr.Results[0]), nil
+}
+
+// labelQuery asks one node's Prometheus API for label names (name == "")
+// or a label's values.
+func (q *Querier) labelQuery(ctx context.Context, base, name string, mint, maxt int64, ms []*labels.Matcher) ([]string, error) {
+	path := "/api/v1/labels"
+	if name != "" {
+		path = "/api/v1/label/" + url.PathEscape(name) + "/values"
+	}
+	form := url.Values{}
+	form.Set("start", formatMs(mint))
+	form.Set("end", formatMs(maxt))
+	if len(ms) > 0 {
+		form.Add("match[]", selector(ms))
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	readapi.SetHeaders(ctx, hreq.Header)
+	resp, err := q.hc.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", path, base, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Status string   `json:"status"`
+		Data   []string `json:"data"`
+		Error  string   `json:"error"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxReadResponseBytes)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("%s %s: %s: %w", path, base, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || out.Status != "success" {
+		err := fmt.Errorf("%s %s: %s: %s", path, base, resp.Status, out.Error)
+		if resp.StatusCode == http.StatusBadRequest {
+			err = fmt.Errorf("%w: %w", readapi.ErrBadRequest, err)
+		}
+		return nil, err
+	}
+	return out.Data, nil
+}
+
+// formatMs formats unix ms as the Prometheus API's float seconds.
+func formatMs(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
+}
+
+// selector formats matchers as a series selector.
+func selector(ms []*labels.Matcher) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}

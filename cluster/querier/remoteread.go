@@ -91,11 +91,11 @@ func (q *Querier) labelQuery(ctx context.Context, base, name string, mint, maxt 
 	if len(ms) > 0 {
 		form.Add("match[]", selector(ms))
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(form.Encode()))
+	// GET: the label values endpoint takes no POST.
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path+"?"+form.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	readapi.SetHeaders(ctx, hreq.Header)
 	resp, err := q.hc.Do(hreq)
 	if err != nil {

@@ -1,0 +1,241 @@
+package querier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"go.uber.org/goleak"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/cluster/readapi"
+	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/storage"
+	"github.com/weftdb/weft/storage/logentry"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+
+const total = 2
+
+// node is a weft store with its HTTP API and the internal read API: a
+// single node, or an ingester of some partitions.
+type node struct {
+	sub *storage.Substrate
+	srv *httptest.Server
+}
+
+func newNode(t *testing.T, partitions []int32) *node {
+	t.Helper()
+	opts := storage.DefaultOptions()
+	opts.RetentionInterval = -1
+	opts.CheckpointInterval = -1
+	sub, err := storage.OpenSubstrate(context.Background(), t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	n := &node{sub: sub}
+	n.srv = httptest.NewServer(apiHandler(t, sub.Metrics(), sub.Logs(), readapi.Handlers(sub.Logs(), func() readapi.Status {
+		return readapi.Status{Partitions: partitions, TotalPartitions: total, Ready: true}
+	}, nil)))
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+// apiHandler is weft's route table over st and logs.
+func apiHandler(t *testing.T, st api.Storage, logs api.LogStore, extra map[string]http.Handler) http.Handler {
+	t.Helper()
+	o := api.DefaultOptions()
+	o.Storage = st
+	o.Engine = query.NewEngine(query.DefaultEngineOptions())
+	o.Logs = logs
+	o.Handlers = extra
+	s, err := api.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady(true)
+	return s
+}
+
+// fill writes the same data to the single node and, by partition, to the
+// ingesters of each partition.
+func fill(t *testing.T, base time.Time, single *node, byPart map[int32][]*node) {
+	t.Helper()
+	ctx := context.Background()
+	write := func(ls labels.Labels, f func(sub *storage.Substrate)) {
+		f(single.sub)
+		for _, n := range byPart[record.PartitionOf(ls, total)] {
+			f(n.sub)
+		}
+	}
+	for i := range 24 {
+		ls := labels.FromStrings("__name__", "gpu_util", "gpu", strconv.Itoa(i%8), "host", fmt.Sprintf("n%d", i/8))
+		write(ls, func(sub *storage.Substrate) {
+			app := sub.Metrics().AppenderV2(ctx)
+			for j := range 90 {
+				if _, err := app.Append(0, ls, 0, base.Add(time.Duration(j)*time.Second).UnixMilli(), float64(j%17*100+i), nil, nil, promstorage.AOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := app.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	for i := range 8 {
+		ls := labels.FromStrings("job", "train", "rank", strconv.Itoa(i))
+		ps := logstore.PushStream{Labels: ls}
+		for j := range 40 {
+			lvl := "info"
+			if (i+j)%7 == 0 {
+				lvl = "error"
+			}
+			ps.Entries = append(ps.Entries, logentry.Entry{Timestamp: base.Add(time.Duration(j) * 2 * time.Second).UnixNano(), Line: fmt.Sprintf("level=%s rank=%d step=%d", lvl, i, j)})
+		}
+		write(ls, func(sub *storage.Substrate) {
+			if err := sub.Logs().Push(ctx, []logstore.PushStream{ps}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func get(t *testing.T, base, path string, params url.Values) (int, http.Header, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(base + path + "?" + params.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return resp.StatusCode, resp.Header, map[string]any{"raw": string(b)}
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// data is an answer's comparable part: Prometheus' "data", Loki's
+// data.result (its stats hold timings).
+func data(m map[string]any) any {
+	d, _ := m["data"].(map[string]any)
+	if d != nil {
+		if r, ok := d["result"]; ok {
+			return r
+		}
+	}
+	return m["data"]
+}
+
+type check struct {
+	path   string
+	params url.Values
+}
+
+func checks(base time.Time) []check {
+	s, e := strconv.FormatInt(base.Unix(), 10), strconv.FormatInt(base.Add(90*time.Second).Unix(), 10)
+	ns := func(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
+	ls, le := ns(base), ns(base.Add(90*time.Second))
+	return []check{
+		{"/api/v1/query_range", url.Values{"query": {`sum by (host) (rate(gpu_util[30s]))`}, "start": {s}, "end": {e}, "step": {"10"}}},
+		{"/api/v1/query_range", url.Values{"query": {`gpu_util{gpu="3"}`}, "start": {s}, "end": {e}, "step": {"5"}}},
+		{"/api/v1/query_range", url.Values{"query": {`topk(3, max_over_time(gpu_util[1m]))`}, "start": {s}, "end": {e}, "step": {"15"}}},
+		{"/api/v1/query", url.Values{"query": {`count(gpu_util)`}, "time": {e}}},
+		{"/api/v1/series", url.Values{"match[]": {`gpu_util{host="n1"}`}, "start": {s}, "end": {e}}},
+		{"/api/v1/labels", url.Values{"start": {s}, "end": {e}}},
+		{"/api/v1/label/gpu/values", url.Values{"start": {s}, "end": {e}}},
+		{"/loki/api/v1/query_range", url.Values{"query": {`{job="train"} |= "error"`}, "start": {ls}, "end": {le}, "limit": {"1000"}, "direction": {"forward"}}},
+		{"/loki/api/v1/query_range", url.Values{"query": {`{job="train"}`}, "start": {ls}, "end": {le}, "limit": {"25"}}},
+		{"/loki/api/v1/query_range", url.Values{"query": {`sum by (rank) (count_over_time({job="train"} |= "error" [30s]))`}, "start": {ls}, "end": {le}, "step": {"10s"}}},
+		{"/loki/api/v1/series", url.Values{"match[]": {`{job="train"}`}, "start": {ls}, "end": {le}}},
+		{"/loki/api/v1/label/rank/values", url.Values{"start": {ls}, "end": {le}}},
+		{"/loki/api/v1/index/stats", url.Values{"query": {`{job="train"}`}, "start": {ls}, "end": {le}}},
+	}
+}
+
+// TestFanOutMatchesSingleNode: a querier over two partitions (partition 0
+// with a replica) answers the Prometheus and Loki APIs as one node holding
+// all the data does; with the replica gone it still does; with partition 1
+// gone the answer is flagged partial, or refused with DenyPartialResponse.
+func TestFanOutMatchesSingleNode(t *testing.T) {
+	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	single := newNode(t, nil)
+	p0a, p0b, p1 := newNode(t, []int32{0}), newNode(t, []int32{0}), newNode(t, []int32{1})
+	fill(t, base, single, map[int32][]*node{0: {p0a, p0b}, 1: {p1}})
+
+	newQuerier := func(deny bool) (*Querier, string) {
+		q, err := New(Options{Ingesters: []string{p0a.srv.URL, p0b.srv.URL, p1.srv.URL}, TotalPartitions: total, DenyPartialResponse: deny, StatusInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Start(context.Background())
+		t.Cleanup(q.Stop)
+		srv := httptest.NewServer(Middleware(apiHandler(t, q, q.Logs(), nil)))
+		t.Cleanup(srv.Close)
+		return q, srv.URL
+	}
+	q, qURL := newQuerier(false)
+	if !q.Ready() {
+		t.Fatal("querier not ready with every partition owned")
+	}
+	compare := func(t *testing.T) {
+		t.Helper()
+		for _, c := range checks(base) {
+			wc, _, want := get(t, single.srv.URL, c.path, c.params)
+			gc, hdr, got := get(t, qURL, c.path, c.params)
+			if wc != 200 || gc != 200 {
+				t.Fatalf("%s %v: single %d %v, querier %d %v", c.path, c.params, wc, want, gc, got)
+			}
+			if hdr.Get(HeaderPartial) != "" {
+				t.Errorf("%s: complete answer flagged partial", c.path)
+			}
+			if !reflect.DeepEqual(data(want), data(got)) {
+				t.Errorf("%s %v:\nsingle  %v\nquerier %v", c.path, c.params.Get("query"), data(want), data(got))
+			}
+		}
+	}
+	t.Run("all ingesters", compare)
+
+	p0a.srv.Close() // the first replica of partition 0 fails: its twin answers
+	t.Run("one replica down", compare)
+
+	p1.srv.Close()
+	q.topo.refresh(context.Background())
+	if q.Ready() {
+		t.Fatal("querier ready with partition 1 unowned")
+	}
+	c := checks(base)[0]
+	code, hdr, body := get(t, qURL, c.path, c.params)
+	if code != 200 || hdr.Get(HeaderPartial) != "true" || body["warnings"] == nil {
+		t.Fatalf("partition 1 down: %d partial=%q warnings=%v; want 200 flagged partial with a warning", code, hdr.Get(HeaderPartial), body["warnings"])
+	}
+	lc := checks(base)[7]
+	if code, hdr, _ := get(t, qURL, lc.path, lc.params); code != 200 || hdr.Get(HeaderPartial) != "true" {
+		t.Fatalf("logs with partition 1 down: %d partial=%q", code, hdr.Get(HeaderPartial))
+	}
+
+	dq, dURL := newQuerier(true)
+	dq.topo.refresh(context.Background())
+	if code, _, body := get(t, dURL, c.path, c.params); code == 200 {
+		t.Fatalf("deny-partial-response answered 200: %v", body)
+	}
+	_, err := dq.Logs().Select(context.Background(), logentry.SelectParams{End: time.Now().UnixNano(), Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "train")}})
+	if !errors.Is(err, ErrPartialResponse) {
+		t.Fatalf("deny-partial-response log select = %v, want ErrPartialResponse", err)
+	}
+}

@@ -115,6 +115,23 @@ func (p *Producer) Produce(ctx context.Context, recs []Produced) ([]int64, error
 	return offsets, nil
 }
 
+// Describe implements prometheus.Collector: the producer's metrics, for a
+// registry made after the producer (Options.Registerer nil).
+func (p *Producer) Describe(ch chan<- *prometheus.Desc) {
+	p.duration.Describe(ch)
+	p.records.Describe(ch)
+	p.bytes.Describe(ch)
+	p.failures.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (p *Producer) Collect(ch chan<- prometheus.Metric) {
+	p.duration.Collect(ch)
+	p.records.Collect(ch)
+	p.bytes.Collect(ch)
+	p.failures.Collect(ch)
+}
+
 // Partitions asks the brokers how many partitions the topic has.
 func (p *Producer) Partitions(ctx context.Context) (int32, error) {
 	return topicPartitions(ctx, p.cl, p.opts.Topic)

@@ -145,6 +145,10 @@ func (q *Querier) Ready() bool {
 	return len(missing) == 0
 }
 
+// Planned reports whether the querier knows the partition count (from its
+// options or an ingester's status), so it can plan reads.
+func (q *Querier) Planned() bool { return q.topo.totalPartitions() > 0 }
+
 // split returns the time (unix ms) before which data is read from the
 // blocks, or math.MinInt64-like "no split" (false) when the ingesters
 // answer for everything.

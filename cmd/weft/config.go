@@ -117,6 +117,9 @@ type fileConfig struct {
 			MaxIdle    *duration `yaml:"max_idle"`
 		} `yaml:"delta"`
 	} `yaml:"otlp"`
+	// Cluster is the scale-out role and its engines (config_cluster.go,
+	// docs/scale-out.md).
+	Cluster clusterConfig `yaml:"cluster"`
 	// WorkloadContext replaces the default context mapping of every ingest
 	// path (docs/workload-context.md).
 	WorkloadContext *struct {
@@ -301,6 +304,9 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setInt(&oi.Delta.MaxStreams, o.Delta.MaxStreams)
 	setDur(&oi.Delta.MaxIdle, o.Delta.MaxIdle)
 
+	if err := c.Cluster.apply(opts); err != nil {
+		return err
+	}
 	if w := c.WorkloadContext; w != nil {
 		opts.Workload = workload.Options{Rules: []workload.Rule{}}
 		for _, r := range w.Rules {

@@ -124,6 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	fs.Var(&retLogs, "retention.logs", "how long log lines are kept; default -retention")
 	fs.Var(&retTraces, "retention.traces", "how long spans are kept; default -retention")
 	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
+	cluster := registerClusterFlags(fs, opts.Cluster) // config_cluster.go
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -187,6 +188,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if err := setWALSync(&opts.Storage, *walSync); err != nil {
 			return opts, fmt.Errorf("invalid -wal-sync-interval %w", err)
 		}
+	}
+	if err := cluster.apply(set, &opts); err != nil {
+		return opts, err
 	}
 	opts.Web.RoutePrefix = *webPrefix
 	opts.Web.ExternalURL = *webExtURL

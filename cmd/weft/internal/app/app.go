@@ -27,7 +27,8 @@ import (
 type App struct {
 	opts    Options
 	logger  *slog.Logger
-	sub     *storage.Substrate
+	role    *role              // the scale-out target's part (cluster.go)
+	sub     *storage.Substrate // nil for the stateless targets
 	db      *storage.DB
 	logs    *logstore.Store
 	tracker *promql.ActiveQueryTracker
@@ -75,29 +76,44 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
-	// One substrate owns Pebble, the index, the WAL and the retention
-	// clock, and opens every signal store on them: log streams share the
-	// index with metric series, so one label selector finds both.
-	sopts := opts.Storage
-	sopts.Logger = logger.With("component", "storage")
-	sopts.Logs = opts.LogStore
-	sub, err := storage.OpenSubstrate(ctx, opts.DataDir, sopts)
+	// The scale-out target (-target) decides what is built besides the
+	// routes: no store for the stateless roles (cluster.go).
+	role, err := newRole(ctx, &opts, logger)
 	if err != nil {
-		return nil, fmt.Errorf("open storage %s: %w", opts.DataDir, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, sub.Close())
+			role.close()
 		}
 	}()
-	db, logs := sub.Metrics(), sub.Logs()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newStorageCollector(db),
+	// One substrate owns Pebble, the index, the WAL and the retention
+	// clock, and opens every signal store on them: log streams share the
+	// index with metric series, so one label selector finds both.
+	var (
+		sub  *storage.Substrate
+		db   *storage.DB
+		logs *logstore.Store
 	)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if role.store {
+		sopts := opts.Storage
+		sopts.Logger = logger.With("component", "storage")
+		sopts.Logs = opts.LogStore
+		sub, err = storage.OpenSubstrate(ctx, opts.DataDir, sopts)
+		if err != nil {
+			return nil, fmt.Errorf("open storage %s: %w", opts.DataDir, err)
+		}
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, sub.Close())
+			}
+		}()
+		db, logs = sub.Metrics(), sub.Logs()
+		reg.MustRegister(newStorageCollector(db))
+	}
 
 	tracker, err := promql.NewActiveQueryTracker(opts.DataDir, opts.QueryMaxConcurrency, logger.With("component", "active queries"))
 	if err != nil {
@@ -147,6 +163,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Retention = opts.Storage.Retention
 	aopts.LookbackDelta = opts.Query.LookbackDelta
 	aopts.QueryTimeout = opts.Query.Timeout
+	if role.configure != nil {
+		if err := role.configure(sub, &aopts, reg); err != nil {
+			return nil, fmt.Errorf("target %s: %w", role.target, err)
+		}
+	}
 	if aopts.UI, err = newUI(opts.Web); err != nil {
 		return nil, err
 	}
@@ -154,7 +175,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("build http api: %w", err)
 	}
-	handler, err := withRoutePrefix(opts.Web, srvAPI)
+	var inner http.Handler = srvAPI
+	if role.wrap != nil {
+		inner = role.wrap(srvAPI)
+	}
+	handler, err := withRoutePrefix(opts.Web, inner)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +187,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	a := &App{
 		opts:    opts,
 		logger:  logger,
+		role:    role,
 		sub:     sub,
 		db:      db,
 		logs:    logs,
@@ -190,7 +216,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 
 // Start opens the HTTP listener and serves in a goroutine owned by the App
 // (Stop waits for it). The server is ready once Start returns.
-func (a *App) Start(context.Context) error {
+func (a *App) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ln != nil {
@@ -242,8 +268,10 @@ func (a *App) Start(context.Context) error {
 			}
 		})
 	}
-	a.api.SetReady(true)
-	attrs := []any{"data_dir", a.opts.DataDir}
+	if err := a.role.run(ctx, a.api.SetReady); err != nil {
+		return fmt.Errorf("start %s: %w", a.role.target, err)
+	}
+	attrs := []any{"data_dir", a.opts.DataDir, "target", a.role.target}
 	for name, ln := range a.listeners {
 		attrs = append(attrs, name+"_addr", ln.Addr().String())
 	}
@@ -282,6 +310,7 @@ func (a *App) ServeErr() <-chan error { return a.serveErr }
 // ctx and idempotent: later calls return the first call's result.
 func (a *App) Stop(ctx context.Context) error {
 	a.stopOnce.Do(func() {
+		a.role.halt()
 		a.api.SetReady(false)
 		var errs []error
 		a.mu.Lock()
@@ -310,11 +339,14 @@ func (a *App) Stop(ctx context.Context) error {
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
 		}
-		if err := a.sub.Flush(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("flush storage: %w", err))
-		}
-		if err := a.sub.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close storage: %w", err))
+		a.role.close() // an ingester stops consuming before its store flushes
+		if a.sub != nil {
+			if err := a.sub.Flush(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("flush storage: %w", err))
+			}
+			if err := a.sub.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close storage: %w", err))
+			}
 		}
 		a.stopErr = errors.Join(errs...)
 		a.logger.Info("weft stopped", "err", a.stopErr)

@@ -70,6 +70,9 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Web places the routes and the web UI (route prefix, external URL).
 	Web WebOptions
+	// Cluster is the scale-out role (-target) and its options
+	// (cluster_options.go); the default is the single node.
+	Cluster ClusterOptions
 
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
@@ -97,6 +100,7 @@ func DefaultOptions() Options {
 		LogQL:               logql.DefaultEngineOptions(),
 		CORSOrigin:          ".*",
 		ShutdownTimeout:     DefaultShutdownTimeout,
+		Cluster:             DefaultClusterOptions(),
 		BuildInfo:           api.DefaultOptions().BuildInfo,
 	}
 }

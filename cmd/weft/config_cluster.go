@@ -1,0 +1,188 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weftdb/weft/cmd/weft/internal/app"
+)
+
+// clusterConfig is the cluster: block of the configuration file: the
+// scale-out role and its engines (docs/scale-out.md). Flags given win.
+type clusterConfig struct {
+	Target *string `yaml:"target"`
+	Kafka  struct {
+		Brokers        *[]string `yaml:"brokers"`
+		Topic          *string   `yaml:"topic"`
+		Partitions     *int32    `yaml:"partitions"`
+		ProduceTimeout *duration `yaml:"produce_timeout"`
+		MaxRecordBytes *int      `yaml:"max_record_bytes"`
+	} `yaml:"kafka"`
+	Ingester struct {
+		Partitions *[]int32  `yaml:"partitions"`
+		ID         *string   `yaml:"id"`
+		MaxLag     *duration `yaml:"max_lag"`
+	} `yaml:"ingester"`
+	Querier struct {
+		Ingesters            *[]string `yaml:"ingesters"`
+		QueryIngestersWithin *duration `yaml:"query_ingesters_within"`
+		DenyPartialResponse  *bool     `yaml:"deny_partial_response"`
+	} `yaml:"querier"`
+}
+
+// apply copies the block into opts.
+func (c *clusterConfig) apply(opts *app.Options) error {
+	co := &opts.Cluster
+	if c.Target != nil {
+		t, err := app.ParseTarget(*c.Target)
+		if err != nil {
+			return fmt.Errorf("cluster.target: %w", err)
+		}
+		co.Target = t
+	}
+	if c.Kafka.Brokers != nil {
+		co.Kafka.Brokers = *c.Kafka.Brokers
+	}
+	if c.Kafka.Topic != nil {
+		co.Kafka.Topic = *c.Kafka.Topic
+	}
+	if c.Kafka.Partitions != nil {
+		if *c.Kafka.Partitions < 0 {
+			return fmt.Errorf("cluster.kafka.partitions must not be negative, got %d", *c.Kafka.Partitions)
+		}
+		co.Partitions = *c.Kafka.Partitions
+	}
+	if c.Kafka.ProduceTimeout != nil {
+		co.Kafka.ProduceTimeout = time.Duration(*c.Kafka.ProduceTimeout)
+	}
+	if c.Kafka.MaxRecordBytes != nil {
+		co.Kafka.MaxRecordBytes = *c.Kafka.MaxRecordBytes
+	}
+	if c.Ingester.Partitions != nil {
+		co.Ingester.Partitions = *c.Ingester.Partitions
+	}
+	if c.Ingester.ID != nil {
+		co.Ingester.ID = *c.Ingester.ID
+	}
+	if c.Ingester.MaxLag != nil {
+		co.Ingester.MaxLag = time.Duration(*c.Ingester.MaxLag)
+	}
+	if c.Querier.Ingesters != nil {
+		co.Querier.Ingesters = *c.Querier.Ingesters
+	}
+	if c.Querier.QueryIngestersWithin != nil {
+		co.Querier.QueryIngestersWithin = time.Duration(*c.Querier.QueryIngestersWithin)
+	}
+	if c.Querier.DenyPartialResponse != nil {
+		co.Querier.DenyPartialResponse = *c.Querier.DenyPartialResponse
+	}
+	return nil
+}
+
+// clusterFlags are the scale-out flags; apply copies those given over
+// what the configuration file set.
+type clusterFlags struct {
+	target, brokers, topic, partitions, ingesterID, ingesters *string
+	totalPartitions                                           *int
+	produceTimeout, maxLag, queryIngestersWithin              *time.Duration
+	denyPartial                                               *bool
+}
+
+func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags {
+	return &clusterFlags{
+		target:          fs.String("target", string(d.Target), "role of this process: all (the single node), distributor, ingester, block-builder or querier; see docs/scale-out.md"),
+		brokers:         fs.String("kafka.brokers", strings.Join(d.Kafka.Brokers, ","), "Kafka-API seed brokers of the ingest log, host:port,... (every role but the querier and all)"),
+		topic:           fs.String("kafka.topic", d.Kafka.Topic, "ingest log topic"),
+		totalPartitions: fs.Int("kafka.partitions", int(d.Partitions), "partitions of the ingest topic; 0 asks the brokers at start"),
+		produceTimeout:  fs.Duration("kafka.produce-timeout", d.Kafka.ProduceTimeout, "distributor: a write whose produce is not acknowledged within this fails with 503 (retryable)"),
+		partitions:      fs.String("partitions", joinInt32(d.Ingester.Partitions), "ingester: the partitions it owns, e.g. 0,1 (an ingester with the same partitions is a replica)"),
+		ingesterID:      fs.String("ingester.id", d.Ingester.ID, "ingester: its name, unique among replicas (consumer group weft-ingester-<id>); default the host name"),
+		maxLag:          fs.Duration("ingester.max-lag", d.Ingester.MaxLag, "ingester: ready while what it has not applied was produced at most this long ago"),
+		ingesters:       fs.String("querier.ingesters", strings.Join(d.Querier.Ingesters, ","), "querier: base URLs of the ingesters, http://host:port,..."),
+		queryIngestersWithin: fs.Duration("querier.query-ingesters-within", d.Querier.QueryIngestersWithin,
+			"querier: read the ingesters for data newer than this and the bucket's blocks for older data; 0 reads everything from the ingesters"),
+		denyPartial: fs.Bool("deny-partial-response", d.Querier.DenyPartialResponse, "querier: fail a query that some partition could not answer instead of answering without it (flagged)"),
+	}
+}
+
+func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
+	co := &opts.Cluster
+	if set["target"] {
+		t, err := app.ParseTarget(*f.target)
+		if err != nil {
+			return fmt.Errorf("invalid -target: %w", err)
+		}
+		co.Target = t
+	}
+	if set["kafka.brokers"] {
+		co.Kafka.Brokers = splitList(*f.brokers)
+	}
+	if set["kafka.topic"] {
+		co.Kafka.Topic = *f.topic
+	}
+	if set["kafka.partitions"] {
+		if *f.totalPartitions < 0 {
+			return fmt.Errorf("invalid -kafka.partitions %d: must not be negative", *f.totalPartitions)
+		}
+		co.Partitions = int32(*f.totalPartitions)
+	}
+	if set["kafka.produce-timeout"] {
+		co.Kafka.ProduceTimeout = *f.produceTimeout
+	}
+	if set["partitions"] {
+		ps, err := parseInt32List(*f.partitions)
+		if err != nil {
+			return fmt.Errorf("invalid -partitions: %w", err)
+		}
+		co.Ingester.Partitions = ps
+	}
+	if set["ingester.id"] {
+		co.Ingester.ID = *f.ingesterID
+	}
+	if set["ingester.max-lag"] {
+		co.Ingester.MaxLag = *f.maxLag
+	}
+	if set["querier.ingesters"] {
+		co.Querier.Ingesters = splitList(*f.ingesters)
+	}
+	if set["querier.query-ingesters-within"] {
+		co.Querier.QueryIngestersWithin = *f.queryIngestersWithin
+	}
+	if set["deny-partial-response"] {
+		co.Querier.DenyPartialResponse = *f.denyPartial
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseInt32List(s string) ([]int32, error) {
+	var out []int32
+	for _, p := range splitList(s) {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a partition number", p)
+		}
+		out = append(out, int32(n))
+	}
+	return out, nil
+}
+
+func joinInt32(ps []int32) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftdb/weft/cmd/weft/internal/app"
+)
+
+// TestConfigCluster: the cluster: block and the scale-out flags land in
+// app.Options.Cluster, flags winning; the default target is the single node.
+func TestConfigCluster(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseFlags(nil, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Cluster.Target != app.TargetAll {
+		t.Fatalf("default target %q, want all", o.Cluster.Target)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(cfg, []byte(`
+cluster:
+  target: ingester
+  kafka:
+    brokers: [k1:9092, k2:9092]
+    topic: gpu-ingest
+    partitions: 8
+    produce_timeout: 5s
+  ingester:
+    partitions: [0, 1]
+    id: ing-a
+    max_lag: 1m
+  querier:
+    ingesters: [http://i0:9338]
+    query_ingesters_within: 2h
+    deny_partial_response: true
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err = parseFlags([]string{"-config", cfg, "-partitions", "2,3", "-kafka.brokers", "b:9092"}, &stderr)
+	if err != nil {
+		t.Fatalf("parse: %v (%s)", err, stderr.String())
+	}
+	c := o.Cluster
+	if c.Target != app.TargetIngester || !reflect.DeepEqual(c.Kafka.Brokers, []string{"b:9092"}) || c.Kafka.Topic != "gpu-ingest" ||
+		c.Partitions != 8 || c.Kafka.ProduceTimeout != 5*time.Second {
+		t.Errorf("kafka: %+v partitions %d target %q", c.Kafka, c.Partitions, c.Target)
+	}
+	if !reflect.DeepEqual(c.Ingester.Partitions, []int32{2, 3}) || c.Ingester.ID != "ing-a" || c.Ingester.MaxLag != time.Minute {
+		t.Errorf("ingester: %+v", c.Ingester)
+	}
+	if !reflect.DeepEqual(c.Querier.Ingesters, []string{"http://i0:9338"}) || c.Querier.QueryIngestersWithin != 2*time.Hour || !c.Querier.DenyPartialResponse {
+		t.Errorf("querier: %+v", c.Querier)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-target", "router"}, "unknown target"},
+		{[]string{"-partitions", "0,x"}, "not a partition number"},
+		{[]string{"-kafka.partitions", "-1"}, "must not be negative"},
+	} {
+		if _, err := parseFlags(tc.args, &stderr); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	if err := os.WriteFile(bad, []byte("cluster:\n  kafka:\n    brokerz: [x]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfigFile(bad); err == nil || !strings.Contains(err.Error(), `line 3: unknown key "brokerz" in cluster.kafka`) {
+		t.Errorf("unknown cluster key: %v", err)
+	}
+}

@@ -1,0 +1,326 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/cluster/ingester"
+	"github.com/weftdb/weft/cluster/kafkalog"
+	"github.com/weftdb/weft/cluster/querier"
+	"github.com/weftdb/weft/cluster/readapi"
+	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/storage"
+	"github.com/weftdb/weft/storage/logentry"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// readinessInterval is how often a role's readiness is copied to the API's
+// (/-/ready and the query routes).
+const readinessInterval = 500 * time.Millisecond
+
+// partitionsTimeout bounds asking the brokers for the partition count.
+const partitionsTimeout = 30 * time.Second
+
+// role is what a scale-out target adds to the App: New builds it before
+// the store (newRole), lets it configure the store and the API
+// (configure), and the App runs start after its listeners open and stop
+// before it drains them. TargetAll's role is empty.
+type role struct {
+	target Target
+	// store is false for the stateless targets: no substrate is opened.
+	store bool
+
+	configure func(sub *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error
+	wrap      func(http.Handler) http.Handler
+	start     func(ctx context.Context) error
+	ready     func() bool
+	closers   []func()
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// newRole prepares opts.Cluster.Target's role and adjusts opts for it.
+func newRole(ctx context.Context, opts *Options, logger *slog.Logger) (*role, error) {
+	c := opts.Cluster
+	if c.Target == "" {
+		c.Target = TargetAll
+	}
+	r := &role{target: c.Target, store: true}
+	if c.Target == TargetAll {
+		return r, nil
+	}
+	c.Kafka.Logger = logger.With("component", "kafka")
+	if c.Kafka.ClientID == "" || c.Kafka.ClientID == kafkalog.DefaultOptions().ClientID {
+		c.Kafka.ClientID = "weft-" + string(c.Target)
+	}
+	var err error
+	switch c.Target {
+	case TargetDistributor:
+		err = r.distributor(ctx, c)
+	case TargetIngester:
+		// Offsets are recorded once the WAL has the data: fsync before
+		// every commit (one per fetched batch), so a power loss cannot
+		// lose what the offsets say was applied.
+		opts.Storage.WALSyncInterval = -1
+		err = r.ingester(ctx, c, opts.DataDir, logger)
+	case TargetQuerier:
+		err = r.querier(c, logger)
+	case TargetBlockBuilder:
+		err = r.blockBuilder(ctx, c, opts, logger)
+	default:
+		err = fmt.Errorf("unknown target %q", c.Target)
+	}
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("target %s: %w", c.Target, err)
+	}
+	return r, nil
+}
+
+// partitionCount is the configured partition count, else the brokers'.
+func partitionCount(ctx context.Context, c ClusterOptions) (int32, *kafkalog.Producer, error) {
+	p, err := kafkalog.NewProducer(c.Kafka)
+	if err != nil {
+		return 0, nil, err
+	}
+	if c.Partitions > 0 {
+		return c.Partitions, p, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, partitionsTimeout)
+	defer cancel()
+	n, err := p.Partitions(ctx)
+	if err != nil {
+		p.Close()
+		return 0, nil, fmt.Errorf("partition count of %s (set -kafka.partitions to skip asking): %w", c.Kafka.Topic, err)
+	}
+	return n, p, nil
+}
+
+func (r *role) distributor(ctx context.Context, c ClusterOptions) error {
+	r.store = false
+	n, p, err := partitionCount(ctx, c)
+	if err != nil {
+		return err
+	}
+	r.closers = append(r.closers, p.Close)
+	sink := kafkalog.NewSink(p, n, c.Kafka.MaxRecordBytes)
+	r.configure = func(_ *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
+		if err := reg.Register(p); err != nil {
+			return err
+		}
+		noStore(aopts)
+		aopts.Appendable = sink
+		aopts.Logs = distributorLogs{sink}
+		return nil
+	}
+	return nil
+}
+
+func (r *role) ingester(ctx context.Context, c ClusterOptions, dataDir string, logger *slog.Logger) error {
+	ic := c.Ingester
+	if len(ic.Partitions) == 0 {
+		return errors.New("no partitions (-partitions)")
+	}
+	if ic.ID == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("ingester id: %w", err)
+		}
+		ic.ID = host
+	}
+	n, p, err := partitionCount(ctx, c)
+	if err != nil {
+		return err
+	}
+	p.Close()
+	for _, part := range ic.Partitions {
+		if part < 0 || part >= n {
+			return fmt.Errorf("partition %d is not one of the topic's %d", part, n)
+		}
+	}
+	group := "weft-ingester-" + ic.ID
+	rd, err := kafkalog.NewReader(c.Kafka, group, ic.Partitions)
+	if err != nil {
+		return err
+	}
+	r.closers = append(r.closers, rd.Close)
+	var in *ingester.Ingester
+	r.configure = func(sub *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
+		var err error
+		in, err = ingester.New(ingester.Options{Partitions: ic.Partitions, TotalPartitions: n, StateDir: dataDir, MaxLag: ic.MaxLag,
+			Logger: logger.With("component", "ingester", "group", group), Registerer: reg},
+			rd, &record.Applier{Metrics: sub.Metrics(), Logs: sub.Logs()})
+		if err != nil {
+			return err
+		}
+		if aopts.Handlers == nil {
+			aopts.Handlers = map[string]http.Handler{}
+		}
+		for p, h := range readapi.Handlers(sub.Logs(), in.Status, logger.With("component", "internal read api")) {
+			aopts.Handlers[p] = h
+		}
+		r.closers = append(r.closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := in.Stop(ctx); err != nil {
+				logger.Warn("ingester_stop_failed", "err", err)
+			}
+		})
+		return nil
+	}
+	r.wrap = func(h http.Handler) http.Handler { return in.Middleware(h) }
+	r.start = func(ctx context.Context) error { return in.Start(ctx) }
+	r.ready = func() bool { return in.Ready() }
+	return nil
+}
+
+func (r *role) querier(c ClusterOptions, logger *slog.Logger) error {
+	r.store = false
+	if err := c.Querier.check(); err != nil {
+		return err
+	}
+	var q *querier.Querier
+	r.configure = func(_ *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
+		var err error
+		q, err = querier.New(querier.Options{Ingesters: c.Querier.Ingesters, TotalPartitions: c.Partitions,
+			QueryIngestersWithin: c.Querier.QueryIngestersWithin, DenyPartialResponse: c.Querier.DenyPartialResponse,
+			Blocks: r.blocksForQuerier(), Logger: logger.With("component", "querier"), Registerer: reg})
+		if err != nil {
+			return err
+		}
+		noStore(aopts)
+		aopts.Storage = q
+		aopts.Logs = q.Logs()
+		r.closers = append(r.closers, q.Stop)
+		return nil
+	}
+	r.wrap = querier.Middleware
+	r.start = func(ctx context.Context) error {
+		q.Start(ctx)
+		return nil
+	}
+	// Ready once it can plan (it knows the partitions); a missing
+	// partition makes answers partial, not the querier unready.
+	r.ready = func() bool { return q.Ready() || q.Planned() }
+	return nil
+}
+
+// blocksForQuerier is the bucket reader of the querier; nil until the
+// blocks are configured (blocks.go).
+func (r *role) blocksForQuerier() querier.Blocks { return nil }
+
+func (r *role) blockBuilder(context.Context, ClusterOptions, *Options, *slog.Logger) error {
+	return errors.New("the block builder is not available yet")
+}
+
+// noStore clears the API's store-backed options of a stateless role.
+func noStore(aopts *api.Options) {
+	aopts.Storage = emptyStorage{}
+	aopts.Metadata = nil
+	aopts.Admin = nil
+	aopts.Cardinality = nil
+	aopts.Appendable = nil
+	aopts.Logs = nil
+}
+
+// run starts the role after the listeners opened and copies its readiness
+// to setReady until stop.
+func (r *role) run(ctx context.Context, setReady func(bool)) error {
+	if r.start != nil {
+		if err := r.start(ctx); err != nil {
+			return err
+		}
+	}
+	if r.ready == nil {
+		setReady(true)
+		return nil
+	}
+	setReady(r.ready())
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.wg.Go(func() {
+		t := time.NewTicker(readinessInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				setReady(r.ready())
+			}
+		}
+	})
+	return nil
+}
+
+// halt stops the readiness loop (before the App marks itself not ready).
+func (r *role) halt() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+}
+
+// close releases what the role holds, in reverse order. Idempotent.
+func (r *role) close() {
+	r.halt()
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+	r.closers = nil
+}
+
+// errNoStore answers reads of a role that stores nothing.
+var errNoStore = errors.New("this weft process stores nothing (its -target is a distributor or block builder): query a querier")
+
+// emptyStorage is the Prometheus API's storage on a role without a store:
+// every read fails with errNoStore.
+type emptyStorage struct{}
+
+func (emptyStorage) Querier(int64, int64) (promstorage.Querier, error) { return nil, errNoStore }
+func (emptyStorage) ChunkQuerier(int64, int64) (promstorage.ChunkQuerier, error) {
+	return nil, errNoStore
+}
+func (emptyStorage) ExemplarQuerier(context.Context) (promstorage.ExemplarQuerier, error) {
+	return nil, errNoStore
+}
+
+// distributorLogs is the distributor's log store: pushes produce to the
+// ingest log; reads fail with errNoStore.
+type distributorLogs struct{ sink *kafkalog.Sink }
+
+func (d distributorLogs) Push(ctx context.Context, s []logstore.PushStream) error {
+	return d.sink.Push(ctx, s)
+}
+func (distributorLogs) Select(context.Context, logentry.SelectParams) (logentry.Iterator, error) {
+	return nil, errNoStore
+}
+func (distributorLogs) LabelNames(context.Context, int64, int64, ...*labels.Matcher) ([]string, error) {
+	return nil, errNoStore
+}
+func (distributorLogs) LabelValues(context.Context, string, int64, int64, ...*labels.Matcher) ([]string, error) {
+	return nil, errNoStore
+}
+func (distributorLogs) Series(context.Context, int64, int64, ...*labels.Matcher) ([]labels.Labels, error) {
+	return nil, errNoStore
+}
+func (distributorLogs) Stats(context.Context, int64, int64, ...*labels.Matcher) (logstore.Stats, error) {
+	return logstore.Stats{}, errNoStore
+}
+func (distributorLogs) EachStreamTotal(context.Context, int64, int64, []*labels.Matcher, func(labels.Labels, logstore.Stats)) error {
+	return errNoStore
+}
+func (distributorLogs) EachEntry(context.Context, logentry.SelectParams, func(labels.Labels, bool, logentry.Entry), *uint64) error {
+	return errNoStore
+}

@@ -12,12 +12,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/prometheus/prometheus/prompb"
 )
 
 // Shape of the scale-out cluster of TestScaleOut.
@@ -93,7 +99,50 @@ type scaleCluster struct {
 	single    *role
 	dist      *role
 	ingesters []*role // partition 0, its replica, partition 1
+	builder   *role
 	querier   *role
+	s3        *process
+	s3Addr    string
+}
+
+// S3 credentials of the test's versitygw.
+const (
+	s3Key    = "weft-e2e-key"
+	s3Secret = "weft-e2e-secret"
+	s3Bucket = "weft-blocks"
+)
+
+// startS3 starts versitygw over a directory and creates the bucket.
+func (c *scaleCluster) startS3(t *testing.T, dir string) {
+	t.Helper()
+	t.Setenv("ROOT_ACCESS_KEY", s3Key)
+	t.Setenv("ROOT_SECRET_KEY", s3Secret)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3Key) // what weft's S3 client reads
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3Secret)
+	for _, d := range []string{"iam", "data"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.s3Addr = freeAddr(t)
+	c.s3 = startProcess(t, "versitygw", peerBinary(t, "versitygw"), "--port", c.s3Addr, "--iam-dir", filepath.Join(dir, "iam"), "posix", filepath.Join(dir, "data"))
+	cl, err := minio.New(c.s3Addr, &minio.Options{Creds: credentials.NewStaticV4(s3Key, s3Secret, ""), BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := cl.MakeBucket(ctx, s3Bucket, minio.MakeBucketOptions{})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create bucket on versitygw: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func startScaleCluster(t *testing.T) *scaleCluster {
@@ -109,6 +158,8 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 		c.brokers += "127.0.0.1:" + p
 	}
 	c.startKafka(t)
+	c.startS3(t, filepath.Join(tmp, "s3"))
+	bucket := []string{"-blocks.backend", "s3", "-blocks.s3.endpoint", c.s3Addr, "-blocks.s3.bucket", s3Bucket, "-blocks.s3.insecure"}
 
 	noOTLP := []string{"-otlp-grpc-addr", "", "-otlp-http-addr", ""}
 	kafka := []string{"-kafka.brokers", c.brokers, "-kafka.partitions", itoa(clusterPartitions)}
@@ -124,9 +175,12 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 	for _, r := range c.ingesters {
 		ing = append(ing, r.url())
 	}
+	c.builder = &role{name: "block-builder", dir: filepath.Join(tmp, "builder"), addr: freeAddr(t),
+		args: slices.Concat([]string{"-target", "block-builder", "-block-builder.window", "5s", "-block-builder.grace", "1s"}, kafka, bucket, noOTLP)}
 	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: freeAddr(t),
-		args: append([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-kafka.partitions", itoa(clusterPartitions)}, noOTLP...)}
-	for _, r := range append([]*role{c.single, c.dist, c.querier}, c.ingesters...) {
+		args: slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-kafka.partitions", itoa(clusterPartitions),
+			"-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, bucket, noOTLP)}
+	for _, r := range append([]*role{c.single, c.dist, c.builder, c.querier}, c.ingesters...) {
 		r.start(t, true)
 	}
 	return c
@@ -541,4 +595,129 @@ remote_write:
 		compareLoki(t, c.single.url(), c.querier.url(), started.Add(-time.Minute), time.Now())
 	})
 	t.Logf("acknowledged %d log lines through the cluster", acked)
+
+	// A window served only from the bucket: data two hours old, older than
+	// the querier's -querier.query-ingesters-within=1h, reaches the bucket
+	// through the block builder; then every ingester is killed and the
+	// querier still answers for it, as the single node does.
+	old := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	writeOld(t, old, c.single.url(), c.dist.url())
+	oldChecks := []struct {
+		path   string
+		params url.Values
+	}{
+		{"/api/v1/query_range", url.Values{"query": {`sum by (gpu) (rate(e2e_old_joules_total[30s]))`}, "start": {fsec(old)}, "end": {fsec(old.Add(time.Minute))}, "step": {"5"}}},
+		{"/api/v1/query", url.Values{"query": {`e2e_old_joules_total[2m]`}, "time": {fsec(old.Add(time.Minute))}}},
+		{"/api/v1/series", url.Values{"match[]": {`e2e_old_joules_total`}, "start": {fsec(old)}, "end": {fsec(old.Add(time.Minute))}}},
+		{"/loki/api/v1/query_range", url.Values{"query": {`{job="e2e-old"}`}, "start": {fmt.Sprint(old.UnixNano())}, "end": {fmt.Sprint(old.Add(time.Minute).UnixNano())}, "limit": {"1000"}}},
+		{"/loki/api/v1/query_range", url.Values{"query": {`sum by (rank) (count_over_time({job="e2e-old"}[20s]))`}, "start": {fmt.Sprint(old.UnixNano())}, "end": {fmt.Sprint(old.Add(time.Minute).UnixNano())}, "step": {"10s"}}},
+	}
+	compareOld := func() string {
+		for _, ch := range oldChecks {
+			want, err1 := lokiGet(c.single.url(), ch.path, ch.params)
+			got, err2 := lokiGet(c.querier.url(), ch.path, ch.params)
+			if err1 != nil || err2 != nil {
+				return fmt.Sprint(ch.path, err1, err2)
+			}
+			if d := diffLoki(want, got); d != "" || string(want) == "" {
+				return ch.path + " " + ch.params.Get("query") + d
+			}
+		}
+		return ""
+	}
+	t.Run("bucket-only window", func(t *testing.T) {
+		deadline := time.Now().Add(2 * clusterTimeout)
+		for d := compareOld(); d != ""; d = compareOld() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the querier does not serve the old window from the bucket within %s: %s", 2*clusterTimeout, d)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		for _, in := range c.ingesters {
+			in.kill()
+		}
+		if d := compareOld(); d != "" {
+			t.Fatalf("with every ingester killed: %s", d)
+		}
+		reads := scrape(t, c.querier.url(), "weft_querier_block_reads_total")
+		if reads <= 0 {
+			t.Fatalf("weft_querier_block_reads_total = %v: the old window did not come from the bucket", reads)
+		}
+		t.Logf("block reads by the querier: %v; blocks uploaded: %v, %v bytes", reads,
+			scrape(t, c.builder.url(), "weft_block_builder_blocks_uploaded_total"), scrape(t, c.builder.url(), "weft_block_builder_uploaded_bytes_total"))
+	})
+}
+
+// writeOld remote-writes a few series and pushes a few log lines at old
+// timestamps to every target.
+func writeOld(t *testing.T, old time.Time, targets ...string) {
+	t.Helper()
+	var req prompb.WriteRequest
+	for g := range 4 {
+		ts := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "e2e_old_joules_total"}, {Name: "gpu", Value: itoa(g)}, {Name: "job", Value: "e2e-old"}}}
+		for i := range 13 {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: old.Add(time.Duration(i) * 5 * time.Second).UnixMilli(), Value: float64(i*100 + g)})
+		}
+		req.Timeseries = append(req.Timeseries, ts)
+	}
+	raw, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streams []string
+	for r := range 3 {
+		var vals []string
+		for i := range 6 {
+			vals = append(vals, fmt.Sprintf(`["%d","old line %d of rank %d"]`, old.Add(time.Duration(i)*10*time.Second).UnixNano(), i, r))
+		}
+		streams = append(streams, fmt.Sprintf(`{"stream":{"job":"e2e-old","rank":"%d"},"values":[%s]}`, r, strings.Join(vals, ",")))
+	}
+	push := `{"streams":[` + strings.Join(streams, ",") + `]}`
+	for _, target := range targets {
+		hreq, _ := http.NewRequest(http.MethodPost, target+"/api/v1/write", bytes.NewReader(s2.EncodeSnappy(nil, raw)))
+		hreq.Header.Set("Content-Encoding", "snappy")
+		hreq.Header.Set("Content-Type", "application/x-protobuf")
+		hreq.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+		resp, err := httpClient.Do(hreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("remote write to %s: %s %s", target, resp.Status, body)
+		}
+		resp, err = httpClient.Post(target+"/loki/api/v1/push", "application/json", strings.NewReader(push))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("loki push to %s: %s %s", target, resp.Status, body)
+		}
+	}
+}
+
+// scrape returns the sum of a metric's samples on base's /metrics.
+func scrape(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := httpClient.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
+			var v float64
+			fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+			if len(fields) > 0 {
+				fmt.Sscan(fields[0], &v)
+			}
+			sum += v
+		}
+	}
+	return sum
 }

@@ -112,11 +112,14 @@ func (r *Reader) Start(start map[int32]int64) {
 	})
 }
 
-// Poll waits for records (at most FetchMaxWait when there are none) or for
+// Poll waits for records, at most about twice FetchMaxWait (an empty Poll
+// then: callers get to look at the clock while the log is idle), or for
 // ctx. Fetch errors the client retries by itself (a broker restarting) are
 // logged; ctx's error is returned.
 func (r *Reader) Poll(ctx context.Context) (Poll, error) {
-	fs := r.cl.PollFetches(ctx)
+	pctx, cancel := context.WithTimeout(ctx, 2*r.opts.FetchMaxWait)
+	defer cancel()
+	fs := r.cl.PollFetches(pctx)
 	if err := ctx.Err(); err != nil {
 		return Poll{}, err
 	}
@@ -125,7 +128,7 @@ func (r *Reader) Poll(ctx context.Context) (Poll, error) {
 	}
 	out := Poll{HighWatermark: map[int32]int64{}}
 	fs.EachError(func(topic string, p int32, err error) {
-		if !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			r.opts.Logger.Warn("kafka_fetch_failed", "topic", topic, "partition", p, "err", err)
 		}
 	})

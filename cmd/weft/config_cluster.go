@@ -31,6 +31,23 @@ type clusterConfig struct {
 		QueryIngestersWithin *duration `yaml:"query_ingesters_within"`
 		DenyPartialResponse  *bool     `yaml:"deny_partial_response"`
 	} `yaml:"querier"`
+	Blocks struct {
+		Backend      *string   `yaml:"backend"`
+		Dir          *string   `yaml:"dir"`
+		SyncInterval *duration `yaml:"sync_interval"`
+		S3           struct {
+			Endpoint  *string `yaml:"endpoint"`
+			Bucket    *string `yaml:"bucket"`
+			Region    *string `yaml:"region"`
+			AccessKey *string `yaml:"access_key"`
+			SecretKey *string `yaml:"secret_key"`
+			Insecure  *bool   `yaml:"insecure"`
+		} `yaml:"s3"`
+	} `yaml:"blocks"`
+	BlockBuilder struct {
+		Window *duration `yaml:"window"`
+		Grace  *duration `yaml:"grace"`
+	} `yaml:"block_builder"`
 }
 
 // apply copies the block into opts.
@@ -79,7 +96,32 @@ func (c *clusterConfig) apply(opts *app.Options) error {
 	if c.Querier.DenyPartialResponse != nil {
 		co.Querier.DenyPartialResponse = *c.Querier.DenyPartialResponse
 	}
-	return nil
+	b, s3 := c.Blocks, &co.Blocks.S3
+	for dst, src := range map[*string]*string{&co.Blocks.Backend: b.Backend, &co.Blocks.Dir: b.Dir, &s3.Endpoint: b.S3.Endpoint,
+		&s3.Bucket: b.S3.Bucket, &s3.Region: b.S3.Region, &s3.AccessKey: b.S3.AccessKey, &s3.SecretKey: b.S3.SecretKey} {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	if b.S3.Insecure != nil {
+		s3.Insecure = *b.S3.Insecure
+	}
+	for dst, src := range map[*time.Duration]*duration{&co.Blocks.SyncInterval: b.SyncInterval,
+		&co.BlockBuilder.Window: c.BlockBuilder.Window, &co.BlockBuilder.Grace: c.BlockBuilder.Grace} {
+		if src != nil {
+			*dst = time.Duration(*src)
+		}
+	}
+	return checkBackend(co.Blocks.Backend)
+}
+
+// checkBackend refuses an unknown blocks backend.
+func checkBackend(b string) error {
+	switch b {
+	case app.BackendNone, app.BackendFilesystem, app.BackendS3:
+		return nil
+	}
+	return fmt.Errorf("cluster.blocks.backend %q: want filesystem or s3", b)
 }
 
 // clusterFlags are the scale-out flags; apply copies those given over
@@ -89,6 +131,9 @@ type clusterFlags struct {
 	totalPartitions                                           *int
 	produceTimeout, maxLag, queryIngestersWithin              *time.Duration
 	denyPartial                                               *bool
+	backend, blocksDir, s3Endpoint, s3Bucket, s3Region        *string
+	s3Insecure                                                *bool
+	syncInterval, window, grace                               *time.Duration
 }
 
 func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags {
@@ -104,7 +149,16 @@ func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags 
 		ingesters:       fs.String("querier.ingesters", strings.Join(d.Querier.Ingesters, ","), "querier: base URLs of the ingesters, http://host:port,..."),
 		queryIngestersWithin: fs.Duration("querier.query-ingesters-within", d.Querier.QueryIngestersWithin,
 			"querier: read the ingesters for data newer than this and the bucket's blocks for older data; 0 reads everything from the ingesters"),
-		denyPartial: fs.Bool("deny-partial-response", d.Querier.DenyPartialResponse, "querier: fail a query that some partition could not answer instead of answering without it (flagged)"),
+		denyPartial:  fs.Bool("deny-partial-response", d.Querier.DenyPartialResponse, "querier: fail a query that some partition could not answer instead of answering without it (flagged)"),
+		backend:      fs.String("blocks.backend", d.Blocks.Backend, "bucket of the blocks (block builder, querier): s3 or filesystem; empty: none"),
+		blocksDir:    fs.String("blocks.dir", d.Blocks.Dir, "filesystem bucket: its directory"),
+		s3Endpoint:   fs.String("blocks.s3.endpoint", d.Blocks.S3.Endpoint, "S3 bucket: host:port of the S3 API; credentials from cluster.blocks.s3 in -config or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"),
+		s3Bucket:     fs.String("blocks.s3.bucket", d.Blocks.S3.Bucket, "S3 bucket: its name (it must exist)"),
+		s3Region:     fs.String("blocks.s3.region", d.Blocks.S3.Region, "S3 bucket: its region"),
+		s3Insecure:   fs.Bool("blocks.s3.insecure", d.Blocks.S3.Insecure, "S3 bucket: plain HTTP instead of HTTPS"),
+		syncInterval: fs.Duration("blocks.sync-interval", d.Blocks.SyncInterval, "querier: how often the bucket is listed for new blocks"),
+		window:       fs.Duration("block-builder.window", d.BlockBuilder.Window, "block builder: record-time width of a block"),
+		grace:        fs.Duration("block-builder.grace", d.BlockBuilder.Grace, "block builder: how long an idle partition's window stays open past its end; 0: a tenth of the window"),
 	}
 }
 
@@ -153,6 +207,24 @@ func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
 	}
 	if set["deny-partial-response"] {
 		co.Querier.DenyPartialResponse = *f.denyPartial
+	}
+	for name, v := range map[string]struct{ dst, src *string }{"blocks.backend": {&co.Blocks.Backend, f.backend}, "blocks.dir": {&co.Blocks.Dir, f.blocksDir},
+		"blocks.s3.endpoint": {&co.Blocks.S3.Endpoint, f.s3Endpoint}, "blocks.s3.bucket": {&co.Blocks.S3.Bucket, f.s3Bucket}, "blocks.s3.region": {&co.Blocks.S3.Region, f.s3Region}} {
+		if set[name] {
+			*v.dst = *v.src
+		}
+	}
+	if set["blocks.s3.insecure"] {
+		co.Blocks.S3.Insecure = *f.s3Insecure
+	}
+	for name, v := range map[string]struct{ dst, src *time.Duration }{"blocks.sync-interval": {&co.Blocks.SyncInterval, f.syncInterval},
+		"block-builder.window": {&co.BlockBuilder.Window, f.window}, "block-builder.grace": {&co.BlockBuilder.Grace, f.grace}} {
+		if set[name] {
+			*v.dst = *v.src
+		}
+	}
+	if err := checkBackend(co.Blocks.Backend); err != nil {
+		return fmt.Errorf("invalid -blocks.backend: %w", err)
 	}
 	return nil
 }

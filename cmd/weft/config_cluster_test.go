@@ -41,10 +41,16 @@ cluster:
     ingesters: [http://i0:9338]
     query_ingesters_within: 2h
     deny_partial_response: true
+  blocks:
+    backend: s3
+    sync_interval: 5s
+    s3: {endpoint: "s3.local:9000", bucket: weft-blocks, access_key: ak, secret_key: sk, insecure: true}
+  block_builder:
+    window: 30m
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, err = parseFlags([]string{"-config", cfg, "-partitions", "2,3", "-kafka.brokers", "b:9092"}, &stderr)
+	o, err = parseFlags([]string{"-config", cfg, "-partitions", "2,3", "-kafka.brokers", "b:9092", "-blocks.s3.bucket", "other"}, &stderr)
 	if err != nil {
 		t.Fatalf("parse: %v (%s)", err, stderr.String())
 	}
@@ -60,6 +66,12 @@ cluster:
 		t.Errorf("querier: %+v", c.Querier)
 	}
 
+	b := c.Blocks
+	if b.Backend != app.BackendS3 || b.SyncInterval != 5*time.Second || b.S3.Endpoint != "s3.local:9000" || b.S3.Bucket != "other" ||
+		b.S3.AccessKey != "ak" || b.S3.SecretKey != "sk" || !b.S3.Insecure || c.BlockBuilder.Window != 30*time.Minute {
+		t.Errorf("blocks: %+v builder %+v", b, c.BlockBuilder)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -67,6 +79,7 @@ cluster:
 		{[]string{"-target", "router"}, "unknown target"},
 		{[]string{"-partitions", "0,x"}, "not a partition number"},
 		{[]string{"-kafka.partitions", "-1"}, "must not be negative"},
+		{[]string{"-blocks.backend", "gcs"}, "want filesystem or s3"},
 	} {
 		if _, err := parseFlags(tc.args, &stderr); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)

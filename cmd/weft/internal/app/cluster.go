@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/cluster/blocks"
 	"github.com/weftdb/weft/cluster/ingester"
 	"github.com/weftdb/weft/cluster/kafkalog"
 	"github.com/weftdb/weft/cluster/querier"
@@ -76,7 +78,7 @@ func newRole(ctx context.Context, opts *Options, logger *slog.Logger) (*role, er
 		opts.Storage.WALSyncInterval = -1
 		err = r.ingester(ctx, c, opts.DataDir, logger)
 	case TargetQuerier:
-		err = r.querier(c, logger)
+		err = r.querier(c, opts.DataDir, logger)
 	case TargetBlockBuilder:
 		err = r.blockBuilder(ctx, c, opts, logger)
 	default:
@@ -186,17 +188,33 @@ func (r *role) ingester(ctx context.Context, c ClusterOptions, dataDir string, l
 	return nil
 }
 
-func (r *role) querier(c ClusterOptions, logger *slog.Logger) error {
+func (r *role) querier(c ClusterOptions, dataDir string, logger *slog.Logger) error {
 	r.store = false
 	if err := c.Querier.check(); err != nil {
 		return err
 	}
+	bucket, err := newBucket(c.Blocks)
+	if err != nil {
+		return err
+	}
 	var q *querier.Querier
+	var br *blocks.Reader
 	r.configure = func(_ *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
+		var qb querier.Blocks
+		if bucket != nil {
+			var err error
+			br, err = blocks.NewReader(blocks.ReaderOptions{CacheDir: filepath.Join(dataDir, "blocks-cache"), SyncInterval: c.Blocks.SyncInterval,
+				Logger: logger.With("component", "blocks"), Registerer: reg}, bucket)
+			if err != nil {
+				return err
+			}
+			qb = br
+			r.closers = append(r.closers, br.Stop)
+		}
 		var err error
 		q, err = querier.New(querier.Options{Ingesters: c.Querier.Ingesters, TotalPartitions: c.Partitions,
 			QueryIngestersWithin: c.Querier.QueryIngestersWithin, DenyPartialResponse: c.Querier.DenyPartialResponse,
-			Blocks: r.blocksForQuerier(), Logger: logger.With("component", "querier"), Registerer: reg})
+			Blocks: qb, Logger: logger.With("component", "querier"), Registerer: reg})
 		if err != nil {
 			return err
 		}
@@ -208,6 +226,11 @@ func (r *role) querier(c ClusterOptions, logger *slog.Logger) error {
 	}
 	r.wrap = querier.Middleware
 	r.start = func(ctx context.Context) error {
+		if br != nil {
+			if err := br.Start(ctx); err != nil {
+				return err
+			}
+		}
 		q.Start(ctx)
 		return nil
 	}
@@ -217,12 +240,49 @@ func (r *role) querier(c ClusterOptions, logger *slog.Logger) error {
 	return nil
 }
 
-// blocksForQuerier is the bucket reader of the querier; nil until the
-// blocks are configured (blocks.go).
-func (r *role) blocksForQuerier() querier.Blocks { return nil }
-
-func (r *role) blockBuilder(context.Context, ClusterOptions, *Options, *slog.Logger) error {
-	return errors.New("the block builder is not available yet")
+func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options, logger *slog.Logger) error {
+	r.store = false
+	bucket, err := newBucket(c.Blocks)
+	if err != nil {
+		return err
+	}
+	if bucket == nil {
+		return errors.New("no bucket (-blocks.backend)")
+	}
+	n, p, err := partitionCount(ctx, c)
+	if err != nil {
+		return err
+	}
+	p.Close()
+	parts := c.Ingester.Partitions
+	if len(parts) == 0 {
+		for i := range n {
+			parts = append(parts, i)
+		}
+	}
+	rd, err := kafkalog.NewReader(c.Kafka, "weft-block-builder", parts)
+	if err != nil {
+		return err
+	}
+	r.closers = append(r.closers, rd.Close)
+	var b *blocks.Builder
+	r.configure = func(_ *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
+		sopts := opts.Storage
+		sopts.Logs = opts.LogStore
+		var err error
+		b, err = blocks.NewBuilder(blocks.BuilderOptions{Partitions: parts, Window: c.BlockBuilder.Window, Grace: c.BlockBuilder.Grace,
+			ScratchDir: filepath.Join(opts.DataDir, "block-builder"), Storage: sopts,
+			Logger: logger.With("component", "block builder"), Registerer: reg}, rd, bucket)
+		if err != nil {
+			return err
+		}
+		noStore(aopts)
+		r.closers = append(r.closers, b.Stop)
+		return nil
+	}
+	r.start = func(ctx context.Context) error { return b.Start(ctx) }
+	r.ready = func() bool { return b.Ready() }
+	return nil
 }
 
 // noStore clears the API's store-backed options of a stateless role.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weftdb/weft/cluster/blocks"
 	"github.com/weftdb/weft/cluster/ingester"
 	"github.com/weftdb/weft/cluster/kafkalog"
 )
@@ -48,6 +49,57 @@ type ClusterOptions struct {
 	Ingester IngesterOptions
 	// Querier configures the querier role.
 	Querier QuerierOptions
+	// Blocks is the bucket of the block builder and the querier.
+	Blocks BlocksOptions
+	// BlockBuilder configures the block builder role (its partitions are
+	// Ingester.Partitions; empty: every partition).
+	BlockBuilder BlockBuilderOptions
+}
+
+// Bucket backends.
+const (
+	BackendNone       = ""
+	BackendFilesystem = "filesystem"
+	BackendS3         = "s3"
+)
+
+// BlocksOptions configure the bucket of blocks.
+type BlocksOptions struct {
+	// Backend is BackendFilesystem, BackendS3, or BackendNone (no
+	// bucket: the querier reads the ingesters only).
+	Backend string
+	// Dir is the filesystem bucket's directory.
+	Dir string
+	// S3 configures the S3-API bucket.
+	S3 blocks.S3Options
+	// SyncInterval is how often the querier lists the bucket
+	// (blocks.DefaultSyncInterval).
+	SyncInterval time.Duration
+}
+
+// BlockBuilderOptions configure the block builder role.
+type BlockBuilderOptions struct {
+	// Window is a block's record-time width (blocks.DefaultWindow).
+	Window time.Duration
+	// Grace is how long an idle partition's window stays open past its
+	// end (default Window/10).
+	Grace time.Duration
+}
+
+// newBucket opens the configured bucket; nil without one.
+func newBucket(o BlocksOptions) (blocks.Bucket, error) {
+	switch o.Backend {
+	case BackendNone:
+		return nil, nil
+	case BackendFilesystem:
+		if o.Dir == "" {
+			return nil, fmt.Errorf("filesystem bucket: no directory (-blocks.dir)")
+		}
+		return blocks.NewFSBucket(o.Dir)
+	case BackendS3:
+		return blocks.NewS3Bucket(o.S3)
+	}
+	return nil, fmt.Errorf("unknown blocks backend %q: want filesystem or s3", o.Backend)
 }
 
 // IngesterOptions configure the ingester role.
@@ -76,10 +128,12 @@ type QuerierOptions struct {
 // DefaultClusterOptions returns the defaults: the single node.
 func DefaultClusterOptions() ClusterOptions {
 	return ClusterOptions{
-		Target:   TargetAll,
-		Kafka:    kafkalog.DefaultOptions(),
-		Ingester: IngesterOptions{MaxLag: ingester.DefaultMaxLag},
-		Querier:  QuerierOptions{},
+		Target:       TargetAll,
+		Kafka:        kafkalog.DefaultOptions(),
+		Ingester:     IngesterOptions{MaxLag: ingester.DefaultMaxLag},
+		Querier:      QuerierOptions{},
+		Blocks:       BlocksOptions{SyncInterval: blocks.DefaultSyncInterval},
+		BlockBuilder: BlockBuilderOptions{Window: blocks.DefaultWindow},
 	}
 }
 

@@ -124,6 +124,14 @@ bench-compare: $(PEER_BIN)/prometheus $(PEER_BIN)/victoria-metrics
 	@$(GO) build -o $(BIN)/ ./cmd/weft || { echo "bench-compare: cmd/weft does not build; weft is reported as failed"; rm -f $(BIN)/weft; }
 	./$(BIN)/weft-bench -scale $(SCALE) -peer-bin $(PEER_BIN) -weft-bin $(BIN)/weft -out bench/results $(BENCH_FLAGS)
 
+## bench-cluster: single-node weft beside a scale-out cluster on this machine
+## (weft-kfake, distributor, 2 ingesters, block builder, a querier over the
+## ingesters and one over the bucket only); see docs/scale-out.md#figures.
+.PHONY: bench-cluster
+bench-cluster:
+	$(GO) build -o $(BIN)/ ./cmd/weft-bench ./cmd/weft ./cmd/weft-kfake
+	./$(BIN)/weft-bench -scale $(SCALE) -systems weft,weft-cluster -weft-bin $(BIN)/weft -kfake-bin $(BIN)/weft-kfake -out bench/results $(BENCH_FLAGS)
+
 $(PEER_BIN)/victoria-metrics:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@$(VICTORIAMETRICS_VERSION)

@@ -192,6 +192,21 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 // Pid is the target's process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
+// WriteBase is the target's base URL.
+func (p *Process) WriteBase() string { return p.Base }
+
+// QueryBase is the target's base URL.
+func (p *Process) QueryBase() string { return p.Base }
+
+// CPUSeconds is the CPU time the process used so far (0 when unreadable).
+func (p *Process) CPUSeconds() float64 {
+	c, _ := ReadCPUSeconds(p.Pid())
+	return c
+}
+
+// DiskBytes measures the data directory.
+func (p *Process) DiskBytes() (allocated, apparent int64, err error) { return DirSize(p.DataDir) }
+
 // Flush asks the target to make everything written searchable (no-op when
 // the target has no such API).
 func (p *Process) Flush(ctx context.Context) error {

@@ -91,6 +91,11 @@ type SystemResult struct {
 	QueryP50S               float64 `json:"query_p50_s"`
 	QueryP99S               float64 `json:"query_p99_s"`
 
+	// BucketBytes and LogBytes are a scale-out cluster's blocks in the
+	// bucket and its broker's log (DiskBytes is its ingesters' stores).
+	BucketBytes int64 `json:"bucket_bytes,omitempty"`
+	LogBytes    int64 `json:"log_bytes,omitempty"`
+
 	Error          string `json:"error,omitempty"`
 	MaxIngestBound bool   `json:"max_ingest_is_lower_bound"`
 	// RW1DrainSamplesPerS is the unpaced (closed-loop) RW1 rate after the
@@ -128,13 +133,41 @@ func newClient(lanes int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 }
 
+// system is a running system under test: one process (*Process) or a
+// scale-out cluster of them (*Cluster).
+type system interface {
+	// WriteBase is where writes go, QueryBase where queries go.
+	WriteBase() string
+	QueryBase() string
+	// CPUSeconds is the CPU time its processes used so far.
+	CPUSeconds() float64
+	PeakRSS() int64
+	Flush(ctx context.Context) error
+	Stop(timeout time.Duration) bool
+	Kill()
+	// DiskBytes measures its data (allocated and apparent bytes).
+	DiskBytes() (allocated, apparent int64, err error)
+	LogTail(n int) string
+}
+
 // RunTarget starts spec, replays w, runs the query suite, sends the spike,
 // stops the target gracefully and measures its data directory. Errors end up
 // in the result's Error; the process is always stopped.
-func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) (res SystemResult) {
-	res = SystemResult{System: spec.Name, ActiveSeries: w.ActiveSeries, SamplesSent: w.TotalSamples()}
-	lg := o.log().With("system", spec.Name)
-	dir, err := os.MkdirTemp(o.WorkDir, "weft-bench-"+spec.Name+"-")
+func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) SystemResult {
+	return runSystem(ctx, spec.Name, spec.WritePath, spec.OTLPPath, func(ctx context.Context, dir string) (system, error) {
+		p, err := Start(ctx, spec, dir, o.ReadyTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}, w, o)
+}
+
+// runSystem is RunTarget over any system start returns.
+func runSystem(ctx context.Context, name, writePath, otlpPath string, start func(ctx context.Context, dir string) (system, error), w *Workload, o RunOptions) (res SystemResult) {
+	res = SystemResult{System: name, ActiveSeries: w.ActiveSeries, SamplesSent: w.TotalSamples()}
+	lg := o.log().With("system", name)
+	dir, err := os.MkdirTemp(o.WorkDir, "weft-bench-"+name+"-")
 	if err != nil {
 		res.Error = fmt.Sprintf("temp dir: %v", err)
 		return res
@@ -143,15 +176,15 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 		defer os.RemoveAll(dir)
 	}
 	lg.Info("starting", "dir", dir)
-	p, err := Start(ctx, spec, dir, o.ReadyTimeout)
+	p, err := start(ctx, dir)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	defer p.Kill()
 	client := newClient(w.Opts.Workers)
-	qc := &QueryClient{Client: client, Base: p.Base}
-	cpu := func() float64 { c, _ := ReadCPUSeconds(p.Pid()); return c }
+	qc := &QueryClient{Client: client, Base: p.QueryBase()}
+	cpu := p.CPUSeconds
 	fail := func(step string, err error) SystemResult {
 		res.Error = fmt.Sprintf("%s: %v (log tail: %s)", step, err, p.LogTail(400))
 		return res
@@ -159,7 +192,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 
 	// 1. Primary segment: step the rate up, then deliver the rest.
 	primary := w.Segments[0]
-	url := p.Base + spec.WritePath
+	url := p.WriteBase() + writePath
 	c0 := cpu()
 	lg.Info("ingest", "protocol", primary.Protocol, "samples", primary.Samples)
 	mr := NewReplayer(client, url, primary, w.Opts.Workers).FindMaxRate(ctx, o.stepFor(w))
@@ -185,16 +218,21 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 	lg.Info("queries")
 	res.Queries = runSuite(ctx, qc, Suite(), primary.Expect.EvalTime, o.QueryRepeats, o.QueryBudget)
 	res.QueryP50S, res.QueryP99S = pctS(allLatencies(res.Queries), 0.5), pctS(allLatencies(res.Queries), 0.99)
+	if x, ok := p.(interface {
+		extraSuites(context.Context, *http.Client, *SystemResult, int64, RunOptions)
+	}); ok { // a cluster's second read path (the bucket)
+		x.extraSuites(ctx, client, &res, primary.Expect.EvalTime, o)
+	}
 
 	// 3. The other protocols, unpaced, continuing the same series in time.
 	for _, seg := range w.Segments[1:] {
 		u := url
 		if seg.Protocol == OTLP {
-			if spec.OTLPPath == "" {
+			if otlpPath == "" {
 				res.Protocols = append(res.Protocols, ProtocolResult{Protocol: OTLP, LastError: "not served"})
 				continue
 			}
-			u = p.Base + spec.OTLPPath
+			u = p.WriteBase() + otlpPath
 		}
 		lg.Info("ingest", "protocol", seg.Protocol, "samples", seg.Samples)
 		c0 := cpu()
@@ -240,7 +278,7 @@ func RunTarget(ctx context.Context, spec TargetSpec, w *Workload, o RunOptions) 
 	_ = p.Flush(ctx)
 	lg.Info("stopping")
 	res.GracefulStop = p.Stop(o.StopTimeout)
-	res.DiskBytes, res.DiskApparentBytes, err = DirSize(p.DataDir)
+	res.DiskBytes, res.DiskApparentBytes, err = p.DiskBytes()
 	if err != nil {
 		return fail("disk size", err)
 	}

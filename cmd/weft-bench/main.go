@@ -27,17 +27,17 @@ const defaultSystems = "weft,prometheus,victoriametrics"
 
 // options are the command's flags.
 type options struct {
-	scale, systems, peerBin, weftBin, weftArgs, out, workDir string
-	seed                                                     int64
-	activeSeries, churn, spike, labels, perSeries, workers   int
-	interval, duration                                       time.Duration
-	repeats                                                  int
-	stepStart, stepFactor                                    float64
-	stepDur                                                  time.Duration
-	stepMax                                                  int
-	keepData                                                 bool
-	mode                                                     string
-	logLines, logBatch                                       int
+	scale, systems, peerBin, weftBin, kfakeBin, weftArgs, out, workDir string
+	seed                                                               int64
+	activeSeries, churn, spike, labels, perSeries, workers             int
+	interval, duration                                                 time.Duration
+	repeats                                                            int
+	stepStart, stepFactor                                              float64
+	stepDur                                                            time.Duration
+	stepMax                                                            int
+	keepData                                                           bool
+	mode                                                               string
+	logLines, logBatch                                                 int
 }
 
 func main() {
@@ -56,6 +56,7 @@ func main() {
 	fs.StringVar(&o.systems, "systems", defaultSystems, "systems to run, in order (logs mode: weft,victorialogs)")
 	fs.StringVar(&o.peerBin, "peer-bin", ".build/bin", "directory with the prometheus and victoria-metrics binaries")
 	fs.StringVar(&o.weftBin, "weft-bin", "bin/weft", "weft binary")
+	fs.StringVar(&o.kfakeBin, "kfake-bin", "bin/weft-kfake", "weft-kfake binary (the broker of system weft-cluster)")
 	fs.StringVar(&o.weftArgs, "weft-args", bench.DefaultWeftArgs, "weft command line; {data} and {addr} are replaced")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for <timestamp>.json")
 	fs.StringVar(&o.workDir, "work-dir", os.TempDir(), "where targets keep their data while they run")
@@ -114,6 +115,7 @@ func run(ctx context.Context, o options) error {
 
 	var specs []bench.TargetSpec
 	var results []bench.SystemResult
+	cluster := false
 	for _, s := range strings.Split(o.systems, ",") {
 		switch strings.TrimSpace(s) {
 		case "weft":
@@ -122,6 +124,8 @@ func run(ctx context.Context, o options) error {
 				continue
 			}
 			specs = append(specs, bench.WeftSpec(o.weftBin, o.weftArgs))
+		case "weft-cluster": // docs/scale-out.md: the same workload through distributor, Kafka API, ingesters, querier
+			cluster = true
 		case "prometheus":
 			specs = append(specs, bench.PrometheusSpec(filepath.Join(o.peerBin, "prometheus")))
 		case "victoriametrics":
@@ -148,6 +152,9 @@ func run(ctx context.Context, o options) error {
 			break
 		}
 		results = append(results, bench.RunTarget(ctx, spec, w, ro))
+	}
+	if cluster && ctx.Err() == nil {
+		results = append(results, bench.RunCluster(ctx, bench.ClusterSpec{WeftBin: o.weftBin, KafkaBin: o.kfakeBin}, w, ro)...)
 	}
 	ref := bench.CompareAnswers(results)
 	fmt.Println(bench.Markdown(w, results, ref))

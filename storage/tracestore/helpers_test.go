@@ -55,7 +55,7 @@ func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)
 // clock is a settable test clock.
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time           { return c.t }
+func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func testOptions(c *clock) Options {

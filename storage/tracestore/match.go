@@ -410,7 +410,9 @@ func elems(v traceentry.Value) []traceentry.Value {
 	return []traceentry.Value{v}
 }
 
-func isNum(t traceentry.ValueType) bool { return t == traceentry.ValueInt || t == traceentry.ValueFloat }
+func isNum(t traceentry.ValueType) bool {
+	return t == traceentry.ValueInt || t == traceentry.ValueFloat
+}
 
 func comparableTypes(v, operand traceentry.Value, op traceentry.Op) bool {
 	if op == traceentry.OpNotRegex {

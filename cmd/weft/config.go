@@ -46,6 +46,17 @@ type fileConfig struct {
 		CORSOrigin      *string   `yaml:"cors_origin"`
 		ShutdownTimeout *duration `yaml:"shutdown_timeout"`
 	} `yaml:"http"`
+	// Traces configures the trace store and span metrics
+	// (docs/traces.md).
+	Traces struct {
+		// Retention overrides storage.retention for traces.
+		Retention *duration `yaml:"retention"`
+		// SpanMetrics turns the span metrics derived at ingest on or off.
+		SpanMetrics *bool `yaml:"span_metrics"`
+		// IndexedAttributes replaces the span attributes searchable
+		// without reading whole spans.
+		IndexedAttributes *[]string `yaml:"indexed_attributes"`
+	} `yaml:"traces"`
 	// OTLP is the OTLP receiver's ingest options (ingest/otlp.Options:
 	// translation_strategy, workload_context, delta, ...), decoded over
 	// the defaults so that the file only names what it changes.
@@ -134,6 +145,13 @@ func (c *fileConfig) apply(opts *app.Options) error {
 		opts.CORSOrigin = *c.HTTP.CORSOrigin
 	}
 	setDur(&opts.ShutdownTimeout, c.HTTP.ShutdownTimeout)
+	setDur(&opts.Storage.SignalRetention.Traces, c.Traces.Retention)
+	if c.Traces.SpanMetrics != nil {
+		opts.DisableSpanMetrics = !*c.Traces.SpanMetrics
+	}
+	if c.Traces.IndexedAttributes != nil {
+		opts.TraceStore.IndexedAttributes = append([]string{}, *c.Traces.IndexedAttributes...)
+	}
 	if !c.OTLP.IsZero() {
 		// Node.Decode ignores unknown keys; round-trip through a strict
 		// decoder so that a misspelt key is an error here too.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -94,12 +95,11 @@ func tempoTrace(tb testing.TB, base string, id pcommon.TraceID) ptrace.Traces {
 }
 
 // exportHTTP sends td to an OTLP/HTTP traces endpoint and returns the
-// status and response.
-func exportHTTP(tb testing.TB, u string, td ptrace.Traces) (int, ptraceotlp.ExportResponse, error) {
-	tb.Helper()
+// status and response. It may run outside the test goroutine.
+func exportHTTP(u string, td ptrace.Traces) (int, ptraceotlp.ExportResponse, error) {
 	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
-		tb.Fatal(err)
+		return 0, ptraceotlp.NewExportResponse(), err
 	}
 	resp, err := http.Post(u, "application/x-protobuf", bytes.NewReader(body))
 	out := ptraceotlp.NewExportResponse()
@@ -110,7 +110,7 @@ func exportHTTP(tb testing.TB, u string, td ptrace.Traces) (int, ptraceotlp.Expo
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusOK {
 		if err := out.UnmarshalProto(b); err != nil {
-			tb.Fatalf("decode export response: %v", err)
+			return resp.StatusCode, out, fmt.Errorf("decode export response: %w", err)
 		}
 	}
 	return resp.StatusCode, out, nil

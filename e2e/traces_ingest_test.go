@@ -202,7 +202,7 @@ func TestTracesKillNine(t *testing.T) {
 				sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
 				sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Millisecond)))
 			}
-			code, _, err := exportHTTP(t, "http://"+w.httpAddr+"/v1/traces", td)
+			code, _, err := exportHTTP("http://"+w.httpAddr+"/v1/traces", td)
 			if err != nil || code != http.StatusOK {
 				return // killed
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -160,5 +161,22 @@ func TestSetGCPercent(t *testing.T) {
 	setGCPercent("100") // the runtime already applied the operator's value
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100: GC percent %d, want it left alone", got)
+	}
+}
+
+// TestConfigTraces: the traces section sets the trace retention, span
+// metrics and the indexed attributes.
+func TestConfigTraces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(path, []byte("traces:\n  retention: 7d\n  span_metrics: false\n  indexed_attributes: [a.b]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := parseFlags([]string{"-config", path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Storage.SignalRetention.Traces != 7*24*time.Hour || !opts.DisableSpanMetrics ||
+		len(opts.TraceStore.IndexedAttributes) != 1 || opts.TraceStore.IndexedAttributes[0] != "a.b" {
+		t.Fatalf("traces config not applied: %v %v %v", opts.Storage.SignalRetention, opts.DisableSpanMetrics, opts.TraceStore.IndexedAttributes)
 	}
 }

@@ -64,7 +64,11 @@ func TestFetchMatchesEngine(t *testing.T) {
 	tdb := openTestDB(t, t.TempDir())
 	defer tdb.close(t)
 	s := openTestStore(t, tdb, testOptions(c))
-	traces := genTraces(rand.New(rand.NewPCG(11, 12)), 400, base, 10*time.Minute)
+	n := 400
+	if raceEnabled {
+		n = 120
+	}
+	traces := genTraces(rand.New(rand.NewPCG(11, 12)), n, base, 10*time.Minute)
 	loadSplit(t, s, c, traces)
 	mem := &memSource{traces: traces}
 	eng := traceql.NewEngine(traceql.DefaultOptions())

@@ -18,7 +18,7 @@ GOTEST_FLAGS ?= -race -timeout 15m
 
 export WEFT_PEER_BIN := $(PEER_BIN)
 
-.PHONY: all build run test test-unit lint check peers bench-compare clean fuzz web web-check chromium
+.PHONY: proto all build run test test-unit lint check peers bench-compare clean fuzz web web-check chromium
 
 all: build
 
@@ -80,6 +80,15 @@ $(PEER_BIN)/prometheus:
 $(PEER_BIN)/telemetrygen:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$(TELEMETRYGEN_VERSION)
+
+# proto regenerates proto/tempopb from tempo.proto (needs protoc, e.g. Debian's
+# protobuf-compiler; protoc-gen-go is pinned by go.mod's protobuf version).
+PROTOC_GEN_GO := $(BUILD_DIR)/bin/protoc-gen-go
+$(PROTOC_GEN_GO):
+	GOBIN=$(abspath $(BUILD_DIR)/bin) go install google.golang.org/protobuf/cmd/protoc-gen-go
+proto: $(PROTOC_GEN_GO)
+	cd proto/tempopb && PATH="$(abspath $(BUILD_DIR)/bin):$$PATH" protoc -I . -I ../otlpstub \
+		--go_out=. --go_opt=paths=source_relative tempo.proto
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)

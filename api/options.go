@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
@@ -23,6 +24,13 @@ import (
 type Storage interface {
 	promstorage.SampleAndChunkQueryable
 	promstorage.ExemplarQueryable
+}
+
+// TraceStore is the trace store as the API uses it: OTLP traces are
+// written to it and the Tempo API reads it. Safe for concurrent use.
+type TraceStore interface {
+	TraceReader
+	otlptraces.Pusher
 }
 
 // MetadataReader returns metric metadata (type, help, unit) by metric name.
@@ -110,6 +118,13 @@ type Options struct {
 	Loki LokiOptions
 	// OTLPLogs configures the OTLP logs receiver.
 	OTLPLogs OTLPLogsOptions
+	// Traces is the trace store: the Tempo API and OTLP traces are served
+	// when it is set.
+	Traces TraceStore
+	// OTLPTraces configures the OTLP traces receiver (and span metrics).
+	OTLPTraces OTLPTracesOptions
+	// Tempo configures the Tempo HTTP API.
+	Tempo TempoOptions
 	// Workload is the one workload-context mapping of every ingest path:
 	// OTLP resource attributes (metrics and logs) and the labels of remote
 	// write and Loki push streams whose aliases name a canonical key
@@ -160,6 +175,8 @@ func DefaultOptions() Options {
 		LogQL:         logql.DefaultEngineOptions(),
 		Loki:          DefaultLokiOptions(),
 		OTLPLogs:      DefaultOTLPLogsOptions(),
+		OTLPTraces:    DefaultOTLPTracesOptions(),
+		Tempo:         DefaultTempoOptions(),
 		Workload:      workload.DefaultOptions(),
 		BuildInfo:     BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"},
 	}

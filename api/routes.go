@@ -33,6 +33,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	}
 	opts.OTLP.Ingest.Workload = opts.Workload
 	opts.OTLPLogs.Ingest.Workload = opts.Workload
+	opts.OTLPTraces.Ingest.Workload = opts.Workload
 	opts.RemoteWrite.Ingest.Workload = ctx
 	opts.Loki.Ingest.Workload = ctx
 
@@ -95,6 +96,16 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		l := newLogsSignal(opts.Logs, lg)
 		s.otlp = append(s.otlp, l)
 		rs = append(rs, route{pattern: "/otlp/v1/logs", name: "/otlp/v1/logs", h: l})
+	}
+	if opts.Traces != nil {
+		to := opts.Tempo
+		if to.Logger == nil {
+			to.Logger = opts.Logger
+		}
+		rs = append(rs, newTempoAPI(opts.Traces, to, opts.BuildInfo).routes()...)
+		tr := newTracesSignal(opts.Traces, opts.OTLPTraces)
+		s.otlp = append(s.otlp, tr)
+		rs = append(rs, route{pattern: "/otlp/v1/traces", name: "/otlp/v1/traces", h: tr})
 	}
 	for _, sig := range s.otlp {
 		if sig.initErr != nil {

@@ -125,6 +125,15 @@ type fileConfig struct {
 			Aliases []string `yaml:"aliases"`
 		} `yaml:"rules"`
 	} `yaml:"workload_context"`
+	// Traces configures the trace store and span metrics (docs/traces.md);
+	// their retention is storage.signal_retention.traces.
+	Traces struct {
+		// SpanMetrics turns the span metrics derived at ingest on or off.
+		SpanMetrics *bool `yaml:"span_metrics"`
+		// IndexedAttributes replaces the span attributes searchable
+		// without reading whole spans.
+		IndexedAttributes *[]string `yaml:"indexed_attributes"`
+	} `yaml:"traces"`
 }
 
 // duration is a YAML duration in Prometheus' syntax ("30d", "1h30m").
@@ -273,6 +282,13 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setBool(&opts.EnableAdminAPI, c.HTTP.EnableAdminAPI)
 	setStr(&opts.CORSOrigin, c.HTTP.CORSOrigin)
 	setDur(&opts.ShutdownTimeout, c.HTTP.ShutdownTimeout)
+
+	if c.Traces.SpanMetrics != nil {
+		opts.DisableSpanMetrics = !*c.Traces.SpanMetrics
+	}
+	if c.Traces.IndexedAttributes != nil {
+		opts.TraceStore.IndexedAttributes = append([]string{}, *c.Traces.IndexedAttributes...)
+	}
 
 	o, oi := c.OTLP, &opts.OTLP.Ingest
 	if o.TranslationStrategy != nil {

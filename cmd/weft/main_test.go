@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -293,5 +294,22 @@ workload_context:
 	wantRules := []workload.Rule{{Name: "model", Aliases: []string{"ai.model.name", "model"}}, {Name: "job_id", Aliases: []string{"slurm.job.id"}}}
 	if !reflect.DeepEqual(o.Workload.Rules, wantRules) {
 		t.Errorf("workload rules %+v, want %+v", o.Workload.Rules, wantRules)
+	}
+}
+
+// TestConfigTraces: the trace retention, span metrics and the indexed
+// attributes land in their options.
+func TestConfigTraces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(path, []byte("storage:\n  signal_retention:\n    traces: 7d\ntraces:\n  span_metrics: false\n  indexed_attributes: [a.b]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := parseFlags([]string{"-config", path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Storage.SignalRetention.Traces != 7*24*time.Hour || !opts.DisableSpanMetrics ||
+		len(opts.TraceStore.IndexedAttributes) != 1 || opts.TraceStore.IndexedAttributes[0] != "a.b" {
+		t.Fatalf("traces config not applied: %v %v %v", opts.Storage.SignalRetention, opts.DisableSpanMetrics, opts.TraceStore.IndexedAttributes)
 	}
 }

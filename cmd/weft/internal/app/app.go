@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/ingest/otlptraces"
+	"github.com/weftdb/weft/ingest/spanmetrics"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
@@ -25,14 +27,16 @@ import (
 // closes the storage. Methods are safe for concurrent use; Stop is
 // idempotent.
 type App struct {
-	opts    Options
-	logger  *slog.Logger
-	sub     *storage.Substrate
-	db      *storage.DB
-	logs    *logstore.Store
-	tracker *promql.ActiveQueryTracker
-	api     *api.Server
-	srv     *http.Server
+	opts   Options
+	logger *slog.Logger
+	sub    *storage.Substrate
+	db     *storage.DB
+	logs   *logstore.Store
+	// spanMetrics derives metrics from stored spans; nil when disabled.
+	spanMetrics *spanmetrics.Processor
+	tracker     *promql.ActiveQueryTracker
+	api         *api.Server
+	srv         *http.Server
 	// otlpHTTP and otlpGRPC serve the OTLP receiver on its own ports; nil
 	// when their address is empty.
 	otlpHTTP *http.Server
@@ -81,6 +85,10 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	sopts := opts.Storage
 	sopts.Logger = logger.With("component", "storage")
 	sopts.Logs = opts.LogStore
+	sopts.Traces = opts.TraceStore
+	if sopts.Traces.ResourceLabels, err = otlptraces.ResourceLabels(otlptraces.Options{Workload: opts.Workload}); err != nil {
+		return nil, fmt.Errorf("trace resource labels: %w", err)
+	}
 	sub, err := storage.OpenSubstrate(ctx, opts.DataDir, sopts)
 	if err != nil {
 		return nil, fmt.Errorf("open storage %s: %w", opts.DataDir, err)
@@ -139,6 +147,25 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.OTLPLogs.MaxRequestBytes = opts.OTLP.MaxRequestBytes
 	aopts.OTLPLogs.RetryAfter = opts.OTLP.RetryAfter
 	aopts.OTLPLogs.Logger = logger.With("component", "otlp logs")
+	// Traces: the Tempo API and OTLP traces over the trace store, with
+	// span metrics into the metric store.
+	aopts.Traces = sub.Traces()
+	aopts.OTLPTraces.MaxRequestBytes = opts.OTLP.MaxRequestBytes
+	aopts.OTLPTraces.RetryAfter = opts.OTLP.RetryAfter
+	aopts.OTLPTraces.Logger = logger.With("component", "otlp traces")
+	aopts.Tempo.Logger = logger.With("component", "tempo")
+	var spanMetrics *spanmetrics.Processor
+	if !opts.DisableSpanMetrics {
+		smo := opts.SpanMetrics
+		smo.Logger = logger.With("component", "span metrics")
+		spanMetrics = spanmetrics.New(db, smo)
+		aopts.OTLPTraces.SpanMetrics = spanMetrics
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, spanMetrics.Close(context.Background()))
+			}
+		}()
+	}
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo
@@ -160,13 +187,14 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 
 	a := &App{
-		opts:    opts,
-		logger:  logger,
-		sub:     sub,
-		db:      db,
-		logs:    logs,
-		tracker: tracker,
-		api:     srvAPI,
+		opts:        opts,
+		logger:      logger,
+		sub:         sub,
+		db:          db,
+		logs:        logs,
+		spanMetrics: spanMetrics,
+		tracker:     tracker,
+		api:         srvAPI,
 		srv: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -309,6 +337,11 @@ func (a *App) Stop(ctx context.Context) error {
 		}
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
+		}
+		if a.spanMetrics != nil { // after the receivers, before the metric store
+			if err := a.spanMetrics.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("close span metrics: %w", err))
+			}
 		}
 		if err := a.sub.Flush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("flush storage: %w", err))

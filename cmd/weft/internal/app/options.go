@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/ingest/spanmetrics"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // Defaults of the server's listeners and shutdown.
@@ -47,6 +49,14 @@ type Options struct {
 	// LogStore configures the log store. Its partition duration and
 	// retention are the metric store's (they share the index).
 	LogStore logstore.Options
+	// TraceStore configures the trace store (indexed attributes, sealing).
+	// Its partition duration and retention are the substrate's
+	// (Storage.SignalRetention.Traces).
+	TraceStore tracestore.Options
+	// SpanMetrics configures the span metrics derived from ingested spans;
+	// DisableSpanMetrics turns them off.
+	SpanMetrics        spanmetrics.Options
+	DisableSpanMetrics bool
 	// Loki configures the Loki HTTP API (push limits, query defaults).
 	Loki api.LokiOptions
 	// LogQL configures the LogQL engine (limits, timeout).
@@ -93,6 +103,8 @@ func DefaultOptions() Options {
 		OTLP:                api.DefaultOTLPOptions(),
 		Workload:            workload.DefaultOptions(),
 		LogStore:            logstore.DefaultOptions(),
+		TraceStore:          tracestore.DefaultOptions(),
+		SpanMetrics:         spanmetrics.DefaultOptions(),
 		Loki:                api.DefaultLokiOptions(),
 		LogQL:               logql.DefaultEngineOptions(),
 		CORSOrigin:          ".*",

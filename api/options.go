@@ -89,6 +89,11 @@ type Options struct {
 	Cardinality CardinalityReader
 	// RemoteWrite is mounted at POST /api/v1/write; nil answers 404.
 	RemoteWrite http.Handler
+	// Rules answers /api/v1/rules, /api/v1/alerts, /api/v1/alertmanagers
+	// and the Loki ruler endpoints (api/rules*.go); nil answers no rules.
+	Rules RuleReader
+	// Reload serves POST /-/reload; nil does not mount it.
+	Reload ReloadFunc
 	// Handlers are further routes mounted beside the Prometheus API, keyed
 	// by http.ServeMux pattern (for example "/loki/" for the Loki API or
 	// "POST /otlp/v1/metrics"). A pattern that conflicts with weft's own

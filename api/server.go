@@ -73,6 +73,9 @@ func New(opts Options) (*Server, error) {
 		})
 	}
 	s.mux.Handle("POST /api/v1/write", instr.wrap("/api/v1/write", s.requireReady(rw)))
+	if err := s.mountRules(opts, instr); err != nil {
+		return nil, err
+	}
 
 	// Prometheus' snapshot handler creates a directory under the data
 	// directory before asking the storage; weft has no snapshots, so answer

@@ -50,6 +50,9 @@ type fileConfig struct {
 	// translation_strategy, workload_context, delta, ...), decoded over
 	// the defaults so that the file only names what it changes.
 	OTLP yaml.Node `yaml:"otlp"`
+	// rule_files, logql_rule_files, external_labels, alerting, rules
+	// (rules_config.go).
+	rulesFileConfig `yaml:",inline"`
 }
 
 // duration is a YAML duration in Prometheus' syntax ("30d", "1h30m").

@@ -39,6 +39,9 @@ func main() {
 
 // run parses args, starts the server and serves until SIGINT or SIGTERM.
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check-rules" {
+		return runCheckRules(args[1:], os.Stdout, stderr)
+	}
 	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -50,6 +53,11 @@ func run(args []string, stderr io.Writer) int {
 	setGCPercent(os.Getenv("GOGC"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP reloads the rules and alerting configuration, as in Prometheus.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	opts.Rules.ReloadSignal = hup
 	if err := app.Run(ctx, opts); err != nil {
 		opts.Logger.Error("weft failed", "err", err)
 		return exitError
@@ -79,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	fs := flag.NewFlagSet("weft", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weft [flags]\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weft [flags]\n       weft check-rules [-logql] FILE...\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md, docs/rules.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var (
@@ -95,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		showVer    = fs.Bool("version", false, "print the version and exit")
 		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
+	rules := registerRuleFlags(fs)
 	fs.Var(&retention, "retention", "how long samples are kept, e.g. 30d, 12h (Prometheus duration syntax)")
 	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		return opts, flag.ErrHelp
 	}
 
+	var rulesFile *rulesFileConfig
 	if *configFile != "" {
 		c, err := loadConfigFile(*configFile)
 		if err != nil {
@@ -116,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if err := c.apply(&opts); err != nil {
 			return opts, fmt.Errorf("config %s: %w", *configFile, err)
 		}
+		rulesFile = &c.rulesFileConfig
 	}
 
 	set := map[string]bool{}
@@ -141,6 +152,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	}
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI
+	}
+	if err := rules.applyRules(&opts, *configFile, rulesFile, set); err != nil {
+		return opts, fmt.Errorf("rules: %w", err)
 	}
 
 	var level slog.Level

@@ -33,6 +33,7 @@ type App struct {
 	tail    *api.LogBroadcaster // ends Loki tail connections at shutdown
 	tracker *promql.ActiveQueryTracker
 	api     *api.Server
+	rules   *rulesState // rule evaluation and alerting (rules.go)
 	srv     *http.Server
 	// otlpHTTP and otlpGRPC serve the OTLP receiver on its own ports; nil
 	// when their address is empty.
@@ -171,6 +172,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Engine = query.AggregationPushdown(
 		query.LatestSampleEngine(engine, storage.LatestSampleQueryable),
 		query.PushdownOptions{Timeout: qopts.Timeout})
+	logEngine := logql.NewEngine(logs, opts.LogQL)
 	aopts.Metadata = db
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}
@@ -178,7 +180,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	lkopts := opts.Loki
 	lkopts.Logger = logger.With("component", "loki")
 	lkopts.Broadcaster = tail
-	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)
+	lokiHandler := api.NewLokiHandler(logs, logEngine, lkopts)
 	aopts.Handlers = map[string]http.Handler{
 		"/otlp/v1/metrics":        otlpHandler,
 		"/api/v1/otlp/v1/metrics": otlpHandler,
@@ -194,6 +196,17 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Retention = opts.Storage.Retention
 	aopts.LookbackDelta = opts.Query.LookbackDelta
 	aopts.QueryTimeout = opts.Query.Timeout
+	// Rules run on the engines the API queries with (rules.go).
+	rules, err := newRules(opts.Rules, db, aopts.Engine, logEngine, reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			rules.stop(false)
+		}
+	}()
+	aopts.Rules, aopts.Reload = rules.ruler, rules.reload
 	srvAPI, err := api.New(aopts)
 	if err != nil {
 		return nil, fmt.Errorf("build http api: %w", err)
@@ -207,6 +220,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		tail:    tail,
 		tracker: tracker,
 		api:     srvAPI,
+		rules:   rules,
 		srv: &http.Server{
 			Handler:           srvAPI,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -287,6 +301,7 @@ func (a *App) Start(context.Context) error {
 			}
 		})
 	}
+	a.rules.start()
 	a.api.SetReady(true)
 	attrs := []any{"data_dir", a.opts.DataDir}
 	for name, ln := range a.listeners {
@@ -352,6 +367,7 @@ func (a *App) Stop(ctx context.Context) error {
 			}
 			a.serving.Wait()
 		}
+		a.rules.stop(started) // before the stores close: it writes ALERTS
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
 		}

@@ -11,6 +11,9 @@ PROMETHEUS_VERSION      := v0.316.0
 VICTORIAMETRICS_VERSION := v1.151.0
 VICTORIALOGS_VERSION    := v1.52.1
 TELEMETRYGEN_VERSION    := v0.161.0
+# Alertmanager v0.31.1 is the newest that `go install`s: later versions embed
+# a built UI that their module zip does not contain.
+ALERTMANAGER_VERSION    := v0.31.1
 
 # Packages that need cgo (go-nvml) are still tested with CGO_ENABLED=1; the
 # rest must also build without cgo (checked in `check`).
@@ -44,7 +47,7 @@ check:
 	$(GO) vet -stdmethods=false ./...
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
-peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen
+peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen $(PEER_BIN)/alertmanager
 
 $(PEER_BIN)/prometheus:
 	@mkdir -p $(PEER_BIN)
@@ -54,6 +57,11 @@ $(PEER_BIN)/prometheus:
 $(PEER_BIN)/telemetrygen:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/open-telemetry/opentelemetry-collector-contrib/cmd/telemetrygen@$(TELEMETRYGEN_VERSION)
+
+# alertmanager receives weft's alerts in e2e/alertmanager_test.go.
+$(PEER_BIN)/alertmanager:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/alertmanager/cmd/alertmanager@$(ALERTMANAGER_VERSION)
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)

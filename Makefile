@@ -47,11 +47,17 @@ check:
 	$(GO) vet -stdmethods=false ./...
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
-peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen $(PEER_BIN)/alertmanager
+peers: $(PEER_BIN)/prometheus $(PEER_BIN)/promtool $(PEER_BIN)/telemetrygen $(PEER_BIN)/alertmanager
 
 $(PEER_BIN)/prometheus:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+# promtool checks and tests the shipped rule pack beside weft's own runner
+# (e2e/rules_promtool_test.go).
+$(PEER_BIN)/promtool:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
 
 # telemetrygen drives the OTLP receiver in e2e/otlp_telemetrygen_test.go.
 $(PEER_BIN)/telemetrygen:

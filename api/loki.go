@@ -95,6 +95,15 @@ var _ logql.Source = (*logstore.Store)(nil)
 // connections, which end when their request context ends. Lines it stores
 // are published to opts.Broadcaster after they are durable.
 func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOptions) http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range newLokiAPI(store, engine, opts).routes() {
+		mux.Handle(r.pattern, r.h)
+	}
+	return mux
+}
+
+// newLokiAPI applies the defaults of opts and builds the Loki API.
+func newLokiAPI(store *logstore.Store, engine *logql.Engine, opts LokiOptions) *lokiAPI {
 	d := DefaultLokiOptions()
 	if opts.MaxPushBodySize <= 0 {
 		opts.MaxPushBodySize = d.MaxPushBodySize
@@ -132,36 +141,44 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 	if opts.Ingest.Now == nil {
 		opts.Ingest.Now = opts.Now
 	}
-	a := &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
-	mux := http.NewServeMux()
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
+}
+
+// routes are the Loki API's entries in the route table, each with its own
+// handler label.
+func (a *lokiAPI) routes() []route {
 	const p = "/loki/api/v1/"
-	mux.HandleFunc("POST "+p+"push", a.push)
-	for path, h := range map[string]http.HandlerFunc{
-		"query":                        a.query,
-		"query_range":                  a.queryRange,
-		"labels":                       a.labelNames,
-		"label":                        a.labelNames,
-		"label/{name}/values":          a.labelValues,
-		"series":                       a.series,
-		"index/stats":                  a.indexStats,
-		"index/volume":                 a.volume,
-		"index/volume_range":           a.volumeRange,
-		"detected_fields":              a.detectedFields,
-		"detected_field/{name}/values": a.detectedFieldValues,
-		"detected_labels":              a.detectedLabels,
-		"patterns":                     a.patterns,
-		"format_query":                 a.formatQuery,
-		"status/buildinfo":             a.buildInfo,
+	rs := []route{{pattern: "POST " + p + "push", name: p + "push", h: http.HandlerFunc(a.push)}}
+	for _, e := range []struct {
+		path string
+		h    http.HandlerFunc
+	}{
+		{"query", a.query},
+		{"query_range", a.queryRange},
+		{"labels", a.labelNames},
+		{"label", a.labelNames},
+		{"label/{name}/values", a.labelValues},
+		{"series", a.series},
+		{"index/stats", a.indexStats},
+		{"index/volume", a.volume},
+		{"index/volume_range", a.volumeRange},
+		{"detected_fields", a.detectedFields},
+		{"detected_field/{name}/values", a.detectedFieldValues},
+		{"detected_labels", a.detectedLabels},
+		{"patterns", a.patterns},
+		{"format_query", a.formatQuery},
+		{"status/buildinfo", a.buildInfo},
 	} {
-		mux.HandleFunc("GET "+p+path, h)
-		mux.HandleFunc("POST "+p+path, h)
+		rs = append(rs,
+			route{pattern: "GET " + p + e.path, name: p + e.path, h: e.h},
+			route{pattern: "POST " + p + e.path, name: p + e.path, h: e.h})
 	}
-	mux.HandleFunc("GET "+p+"tail", a.tail)
-	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ready\n"))
-	})
-	return mux
+	return append(rs,
+		route{pattern: "GET " + p + "tail", name: p + "tail", h: http.HandlerFunc(a.tail)},
+		route{pattern: "GET /ready", name: "/ready", h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ready\n"))
+		})})
 }
 
 // Errors: Loki answers with a plain-text body and the status code.
@@ -444,7 +461,7 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, loki.ErrInvalid):
 		a.badRequest(w, err)
-	case errors.Is(err, logstore.ErrEmptyLabels):
+	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld):
 		a.badRequest(w, err)
 	default:
 		a.log.Error("loki_push_failed", "err", err)

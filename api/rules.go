@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/prometheus/prometheus/rules"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
@@ -71,34 +72,33 @@ func withRuleGroupAlias(h http.Handler) http.Handler {
 	})
 }
 
-// mountRules mounts the Loki ruler's read endpoints for the LogQL rules
-// and POST /-/reload. Without a RuleReader the Loki ruler endpoints answer
-// as a ruler with no rules.
-func (s *Server) mountRules(opts Options, instr *instrumentation) error {
+// rulesRoutes are the Loki ruler's read endpoints for the LogQL rules and
+// POST /-/reload. Without a RuleReader the Loki ruler endpoints answer as a
+// ruler with no rules.
+func (s *Server) rulesRoutes(opts Options) []route {
 	lr := &lokiRules{rules: opts.Rules, logger: s.logger}
-	routes := map[string]http.Handler{
-		"GET /prometheus/api/v1/rules":  http.HandlerFunc(lr.promRules),
-		"GET /prometheus/api/v1/alerts": http.HandlerFunc(lr.promAlerts),
+	add := func(rs []route, pattern string, h http.HandlerFunc) []route {
+		// The handler label is the pattern's path: one per endpoint.
+		name := pattern[strings.IndexByte(pattern, ' ')+1:]
+		return append(rs, route{pattern: pattern, name: name, h: h, ready: true})
 	}
+	var rs []route
+	rs = add(rs, "GET /prometheus/api/v1/rules", lr.promRules)
+	rs = add(rs, "GET /prometheus/api/v1/alerts", lr.promAlerts)
 	for _, prefix := range []string{"/loki/api/v1/rules", "/api/prom/rules"} {
-		routes["GET "+prefix] = http.HandlerFunc(lr.listRules)
-		routes["GET "+prefix+"/{namespace}"] = http.HandlerFunc(lr.namespaceRules)
-		routes["GET "+prefix+"/{namespace}/{group}"] = http.HandlerFunc(lr.groupRules)
-		routes["POST "+prefix+"/{namespace}"] = http.HandlerFunc(lr.readOnly)
-		routes["DELETE "+prefix+"/{namespace}"] = http.HandlerFunc(lr.readOnly)
-		routes["DELETE "+prefix+"/{namespace}/{group}"] = http.HandlerFunc(lr.readOnly)
+		rs = add(rs, "GET "+prefix, lr.listRules)
+		rs = add(rs, "GET "+prefix+"/{namespace}", lr.namespaceRules)
+		rs = add(rs, "GET "+prefix+"/{namespace}/{group}", lr.groupRules)
+		rs = add(rs, "POST "+prefix+"/{namespace}", lr.readOnly)
+		rs = add(rs, "DELETE "+prefix+"/{namespace}", lr.readOnly)
+		rs = add(rs, "DELETE "+prefix+"/{namespace}/{group}", lr.readOnly)
 	}
 	if opts.Reload != nil {
 		reload := reloadHandler(opts.Reload)
-		routes["POST /-/reload"] = reload
-		routes["PUT /-/reload"] = reload
+		rs = add(rs, "POST /-/reload", reload.ServeHTTP)
+		rs = add(rs, "PUT /-/reload", reload.ServeHTTP)
 	}
-	for pattern, h := range routes {
-		if err := s.mount(pattern, instr.wrap(pattern, s.requireReady(h))); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rs
 }
 
 // reloadHandler answers POST /-/reload as Prometheus does (200 and an

@@ -76,16 +76,13 @@ func newRulesFixture(t *testing.T) *rulesFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := storage.Open(ctx, filepath.Join(dir, "data"), storage.DefaultOptions())
+	sopts := storage.DefaultOptions()
+	sopts.Logs.MaintenanceInterval = -1
+	sub, err := storage.OpenSubstrate(ctx, filepath.Join(dir, "data"), sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lopts := logstore.DefaultOptions()
-	lopts.MaintenanceInterval = -1
-	logs, err := logstore.Open(ctx, db.Pebble(), db.Index(), lopts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, logs := sub.Metrics(), sub.Logs()
 	now := time.Now()
 	app := db.AppenderV2(ctx)
 	if _, err := app.Append(0, labels.FromStrings("__name__", "gpu_temp", "host", "n6", "gpu", "3"), 0, timestamp.FromTime(now), 91, nil, nil, promstorage.AOptions{}); err != nil {
@@ -120,8 +117,7 @@ func newRulesFixture(t *testing.T) *rulesFixture {
 	f.ruler = r
 	t.Cleanup(func() {
 		r.Stop()
-		_ = logs.Close()
-		_ = db.Close()
+		_ = sub.Close()
 	})
 	f.cfg = ruler.Config{
 		RuleFiles:      []string{f.promFile},

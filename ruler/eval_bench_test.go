@@ -56,6 +56,7 @@ func benchFleet(b *testing.B, app promstorage.AppendableV2, gpus int, end time.T
 		add("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", func(int) float64 { return 2 })
 		add("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", func(int) float64 { return 0 })
 		add("weft_gpu_xid_errors_total", func(int) float64 { return 0 }, "xid", "13")
+		add("gpu_agent_gpu_failed", func(int) float64 { return 0 })
 		series = append(series,
 			s{labels.FromStrings("__name__", "training_step_total", "run_id", run, "rank", strconv.Itoa(g%64)), func(i int) float64 { return float64(i) * 6 }},
 			s{labels.FromStrings("__name__", "training_step_compute_seconds", "run_id", run, "rank", strconv.Itoa(g%64)), func(int) float64 { return 2 + rng.Float64()/10 }})
@@ -115,7 +116,7 @@ func BenchmarkRuleEvaluation(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer db.Close()
-				st, engine = db, query.NewEngine(query.DefaultEngineOptions())
+				st, engine = db, query.NewPrometheusEngine(query.DefaultEngineOptions())
 			}
 			benchFleet(b, st, gpus, end)
 			m := rules.NewManager(&rules.ManagerOptions{

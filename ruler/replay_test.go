@@ -70,6 +70,7 @@ func incidentData() ([]feedSeries, []feedStream) {
 			util, bw, replay := mk("DCGM_FI_DEV_GPU_UTIL"), mk("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), mk("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL")
 			temp, clocks := mk("DCGM_FI_DEV_GPU_TEMP"), mk("DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
 			xid := mk("weft_gpu_xid_errors_total", "xid", "13") // primed at 0, never moves
+			failed := mk("gpu_agent_gpu_failed")
 			ls := labels.FromStrings("job", "trainer", "run_id", incidentRun, "rank", fmt.Sprint(rank), "node", host)
 			stepS := feedSeries{labels: labels.FromStrings("__name__", "training_step_total", "run_id", incidentRun, "rank", fmt.Sprint(rank), "Hostname", host)}
 			samplesS := feedSeries{labels: labels.FromStrings("__name__", "training_samples_total", "run_id", incidentRun, "rank", fmt.Sprint(rank), "Hostname", host)}
@@ -100,6 +101,7 @@ func incidentData() ([]feedSeries, []feedStream) {
 				temp.values = append(temp.values, parser.SequenceValue{Value: math.Round(66 + 4*rng.Float64())})
 				clocks.values = append(clocks.values, parser.SequenceValue{Value: 0}) // no clock event
 				xid.values = append(xid.values, parser.SequenceValue{Value: 0})
+				failed.values = append(failed.values, parser.SequenceValue{Value: 0})
 				stepS.values = append(stepS.values, parser.SequenceValue{Value: math.Floor(steps0)})
 				samplesS.values = append(samplesS.values, parser.SequenceValue{Value: 8 * math.Floor(steps0)})
 				computeS.values = append(computeS.values, parser.SequenceValue{Value: 1.9 + 0.04*rng.Float64()})

@@ -31,39 +31,32 @@ func TestMain(m *testing.M) {
 // store is a weft metric and log store in a test directory.
 type store struct {
 	dir  string
+	sub  *storage.Substrate
 	db   *storage.DB
 	logs *logstore.Store
 }
 
 func openStore(t *testing.T, dir string) *store {
 	t.Helper()
-	ctx := context.Background()
-	db, err := storage.Open(ctx, dir, storage.DefaultOptions())
+	opts := storage.DefaultOptions()
+	opts.Logs.MaintenanceInterval = -1
+	sub, err := storage.OpenSubstrate(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lopts := logstore.DefaultOptions()
-	lopts.MaintenanceInterval = -1
-	logs, err := logstore.Open(ctx, db.Pebble(), db.Index(), lopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &store{dir: dir, db: db, logs: logs}
+	s := &store{dir: dir, sub: sub, db: sub.Metrics(), logs: sub.Logs()}
 	t.Cleanup(func() { s.close(t) })
 	return s
 }
 
 func (s *store) close(t *testing.T) {
-	if s.logs == nil {
+	if s.sub == nil {
 		return
 	}
-	if err := s.logs.Close(); err != nil {
+	if err := s.sub.Close(); err != nil {
 		t.Error(err)
 	}
-	if err := s.db.Close(); err != nil {
-		t.Error(err)
-	}
-	s.logs, s.db = nil, nil
+	s.sub, s.logs, s.db = nil, nil, nil
 }
 
 func (s *store) newRuler(t *testing.T, opts Options) *Ruler {

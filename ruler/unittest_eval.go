@@ -30,6 +30,7 @@ import (
 // rule unit test and a replay test need. Not safe for concurrent use.
 type harness struct {
 	dir    string
+	sub    *storage.Substrate
 	db     *storage.DB
 	logs   *logstore.Store
 	engine promql.QueryEngine
@@ -51,15 +52,12 @@ func newHarness(ctx context.Context, tmp string) (_ *harness, err error) {
 	}()
 	sopts := storage.DefaultOptions()
 	sopts.Retention = -1 // test data starts at 1970; keep all of it
-	if h.db, err = storage.Open(ctx, dir, sopts); err != nil {
+	sopts.RetentionInterval = -1
+	sopts.Logs.MaintenanceInterval = -1
+	if h.sub, err = storage.OpenSubstrate(ctx, dir, sopts); err != nil {
 		return nil, fmt.Errorf("open test store: %w", err)
 	}
-	lopts := logstore.DefaultOptions()
-	lopts.Retention = -1
-	lopts.MaintenanceInterval = -1
-	if h.logs, err = logstore.Open(ctx, h.db.Pebble(), h.db.Index(), lopts); err != nil {
-		return nil, fmt.Errorf("open test log store: %w", err)
-	}
+	h.db, h.logs = h.sub.Metrics(), h.sub.Logs()
 	h.engine = serverEngine()
 	r, err := New(Options{
 		Appendable: h.db,
@@ -74,14 +72,11 @@ func newHarness(ctx context.Context, tmp string) (_ *harness, err error) {
 	return h, nil
 }
 
-// serverEngine is the PromQL engine as weft's server composes it: latest
-// sample selects for instant queries and aggregation pushdown, so that
-// rules are tested on the code paths they run on.
+// serverEngine is the PromQL engine weft's server runs (query.NewEngine:
+// Prometheus' engine with weft's optimizations), so that rules are tested
+// on the code paths they run on.
 func serverEngine() promql.QueryEngine {
-	qopts := query.DefaultEngineOptions()
-	return query.AggregationPushdown(
-		query.LatestSampleEngine(query.NewEngine(qopts), storage.LatestSampleQueryable),
-		query.PushdownOptions{Timeout: qopts.Timeout})
+	return query.NewEngine(query.DefaultEngineOptions())
 }
 
 func (h *harness) close() error {
@@ -89,11 +84,8 @@ func (h *harness) close() error {
 	if h.ruler != nil {
 		h.ruler.Stop()
 	}
-	if h.logs != nil {
-		errs = append(errs, h.logs.Close())
-	}
-	if h.db != nil {
-		errs = append(errs, h.db.Close())
+	if h.sub != nil {
+		errs = append(errs, h.sub.Close())
 	}
 	errs = append(errs, os.RemoveAll(h.dir))
 	return errors.Join(errs...)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
 )
 
@@ -89,7 +89,7 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 			verr.add(len(s.Entries), "%v", err)
 			continue
 		}
-		ps := logstore.PushStream{Labels: ls, Entries: make([]logql.Entry, 0, len(s.Entries))}
+		ps := logstore.PushStream{Labels: ls, Entries: make([]logentry.Entry, 0, len(s.Entries))}
 		streamLevel := ""
 		if !in.opts.DisableLevelDetection {
 			for _, k := range levelKeys {
@@ -105,7 +105,7 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 				verr.add(1, "%v", err)
 				continue
 			}
-			ps.Entries = append(ps.Entries, logql.Entry{Timestamp: e.Timestamp, Line: e.Line, Metadata: md})
+			ps.Entries = append(ps.Entries, logentry.Entry{Timestamp: e.Timestamp, Line: e.Line, Metadata: md})
 			st.Bytes += len(e.Line)
 		}
 		if len(ps.Entries) > 0 {
@@ -168,6 +168,9 @@ func (in *Ingester) streamLabels(sb *labels.ScratchBuilder, s Stream) (labels.La
 	if n := ls.Len(); n > in.opts.MaxLabelNamesPerStream {
 		return labels.EmptyLabels(), fmt.Errorf("stream %s has %d label names; limit %d", ls, n, in.opts.MaxLabelNamesPerStream)
 	}
+	// The canonical context labels the stream's aliases provide (not
+	// counted against the limit: they copy labels already counted).
+	ls, _ = in.opts.Workload.AddCanonical(ls)
 	return ls, nil
 }
 

@@ -198,7 +198,8 @@ type seriesFeed struct {
 type feedSeries struct {
 	labels labels.Labels
 	values []parser.SequenceValue
-	next   int // index of the first value not appended yet
+	times  []int64 // the values' timestamps (ms); nil: start + i × interval
+	next   int     // index of the first value not appended yet
 }
 
 func newSeriesFeed(p parser.Parser, in []testSeries, start time.Time, interval time.Duration) (*seriesFeed, error) {
@@ -220,6 +221,9 @@ func (f *seriesFeed) appendUntil(ctx context.Context, app promstorage.Appendable
 		s := &f.series[i]
 		for ; s.next < len(s.values); s.next++ {
 			t := f.start.Add(time.Duration(s.next) * f.interval)
+			if s.times != nil {
+				t = time.UnixMilli(s.times[s.next])
+			}
 			if t.After(ts) {
 				break
 			}

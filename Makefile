@@ -11,6 +11,9 @@ PROMETHEUS_VERSION      := v0.316.0
 VICTORIAMETRICS_VERSION := v1.151.0
 VICTORIALOGS_VERSION    := v1.52.1
 TELEMETRYGEN_VERSION    := v0.161.0
+# Alertmanager v0.31.1 is the newest that `go install`s: later versions embed
+# a built UI that their module zip does not contain.
+ALERTMANAGER_VERSION    := v0.31.1
 
 # Packages that need cgo (go-nvml) are still tested with CGO_ENABLED=1; the
 # rest must also build without cgo (checked in `check`).
@@ -70,11 +73,17 @@ fuzz:
 	done
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
-peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen
+peers: $(PEER_BIN)/prometheus $(PEER_BIN)/promtool $(PEER_BIN)/telemetrygen $(PEER_BIN)/alertmanager
 
 $(PEER_BIN)/prometheus:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+# promtool checks and tests the shipped rule pack beside weft's own runner
+# (e2e/rules_promtool_test.go).
+$(PEER_BIN)/promtool:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
 
 # telemetrygen drives the OTLP receiver in e2e/otlp_telemetrygen_test.go.
 $(PEER_BIN)/telemetrygen:
@@ -89,6 +98,11 @@ $(PROTOC_GEN_GO):
 proto: $(PROTOC_GEN_GO)
 	cd proto/tempopb && PATH="$(abspath $(BUILD_DIR)/bin):$$PATH" protoc -I . -I ../otlpstub \
 		--go_out=. --go_opt=paths=source_relative tempo.proto
+
+# alertmanager receives weft's alerts in e2e/alertmanager_test.go.
+$(PEER_BIN)/alertmanager:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/alertmanager/cmd/alertmanager@$(ALERTMANAGER_VERSION)
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)

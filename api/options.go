@@ -132,6 +132,11 @@ type Options struct {
 	// OTLPLogs, RemoteWrite and Loki. Default workload.DefaultOptions();
 	// empty Rules turn context labels off.
 	Workload workload.Options
+	// Rules answers /api/v1/rules, /api/v1/alerts, /api/v1/alertmanagers
+	// and the Loki ruler endpoints (rules*.go); nil answers no rules.
+	Rules RuleReader
+	// Reload serves POST /-/reload; nil does not mount it.
+	Reload ReloadFunc
 	// Handlers are further routes for embedders and tests, keyed by
 	// http.ServeMux pattern; weft's own routes are all in the route table
 	// (routes.go). A pattern that conflicts with one of them makes New fail.

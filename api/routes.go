@@ -107,6 +107,9 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		s.otlp = append(s.otlp, tr)
 		rs = append(rs, route{pattern: "/otlp/v1/traces", name: "/otlp/v1/traces", h: tr})
 	}
+	// Rules and alerts: the Loki ruler's endpoints and /-/reload
+	// (rules.go); /api/v1/rules and /api/v1/alerts are Prometheus' own.
+	rs = append(rs, s.rulesRoutes(opts)...)
 	for _, sig := range s.otlp {
 		if sig.initErr != nil {
 			return nil, fmt.Errorf("otlp %s receiver: %w", sig.name, sig.initErr)

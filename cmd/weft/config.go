@@ -134,6 +134,9 @@ type fileConfig struct {
 		// without reading whole spans.
 		IndexedAttributes *[]string `yaml:"indexed_attributes"`
 	} `yaml:"traces"`
+	// rule_files, logql_rule_files, external_labels, alerting, rules
+	// (rules_config.go).
+	rulesFileConfig `yaml:",inline"`
 }
 
 // duration is a YAML duration in Prometheus' syntax ("30d", "1h30m").

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -39,6 +40,9 @@ func main() {
 
 // run parses args, starts the server and serves until SIGINT or SIGTERM.
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check-rules" {
+		return runCheckRules(args[1:], os.Stdout, stderr)
+	}
 	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errConfigChecked) {
 		return exitOK
@@ -50,21 +54,11 @@ func run(args []string, stderr io.Writer) int {
 	setGCPercent(os.Getenv("GOGC"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	// SIGHUP asks Prometheus-style servers to reload; it must never kill
-	// weft (the default action of SIGHUP does).
+	// SIGHUP reloads the rules and alerting configuration, as in Prometheus.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				opts.Logger.Warn("sighup_ignored", "reason", "configuration reload is not supported; restart weft to apply a new configuration")
-			}
-		}
-	}()
+	opts.Rules.ReloadSignal = hup
 	if err := app.Run(ctx, opts); err != nil {
 		opts.Logger.Error("weft failed", "err", err)
 		return exitError
@@ -97,7 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	fs := flag.NewFlagSet("weft", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weft [flags]\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weft [flags]\n       weft check-rules [-logql] FILE...\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md, docs/rules.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.String("data-dir", opts.DataDir, "directory of the data: the database, the write-ahead log, the lock file")
@@ -119,6 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		webExtURL  = fs.String("web.external-url", "", "URL users reach weft under, e.g. behind a reverse proxy (http://proxy/weft/); the web UI's links use its path")
 		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
+	rules := registerRuleFlags(fs)
 	fs.Var(&retention, "retention", "how long every signal's data is kept, by wall clock, e.g. 30d, 12h (Prometheus duration syntax)")
 	fs.Var(&retMetrics, "retention.metrics", "how long metric samples are kept; default -retention")
 	fs.Var(&retLogs, "retention.logs", "how long log lines are kept; default -retention")
@@ -140,6 +135,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if err == nil {
 			err = c.apply(&opts)
 		}
+		if err == nil {
+			_, err = rules.rulesConfig(&c.rulesFileConfig, filepath.Dir(*checkCfg), map[string]bool{})
+		}
 		if err != nil {
 			return opts, fmt.Errorf("config %s: %w", *checkCfg, err)
 		}
@@ -147,6 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		return opts, errConfigChecked
 	}
 	logLevelFromFile := ""
+	var rulesFile *rulesFileConfig
 	if *configFile != "" {
 		c, err := loadConfigFile(*configFile)
 		if err != nil {
@@ -158,6 +157,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if c.Server.LogLevel != nil {
 			logLevelFromFile = *c.Server.LogLevel
 		}
+		rulesFile = &c.rulesFileConfig
 	}
 
 	set := map[string]bool{}
@@ -192,6 +192,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	opts.Web.ExternalURL = *webExtURL
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI
+	}
+	if err := rules.applyRules(&opts, *configFile, rulesFile, set); err != nil {
+		return opts, fmt.Errorf("rules: %w", err)
 	}
 
 	if set["log-level"] || logLevelFromFile == "" {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"log/slog"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"

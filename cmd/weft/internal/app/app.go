@@ -18,6 +18,7 @@ import (
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/spanmetrics"
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
 )
@@ -36,6 +37,7 @@ type App struct {
 	spanMetrics *spanmetrics.Processor
 	tracker     *promql.ActiveQueryTracker
 	api         *api.Server
+	rules       *rulesState // rule evaluation and alerting (rules.go)
 	srv         *http.Server
 	// otlpHTTP and otlpGRPC serve the OTLP receiver on its own ports; nil
 	// when their address is empty.
@@ -177,6 +179,17 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if aopts.UI, err = newUI(opts.Web); err != nil {
 		return nil, err
 	}
+	// Rules run on the engines the API queries with (rules.go).
+	rules, err := newRules(opts.Rules, db, aopts.Engine, logql.NewEngine(logs, opts.LogQL), reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			rules.stop(false)
+		}
+	}()
+	aopts.Rules, aopts.Reload = rules.ruler, rules.reload
 	srvAPI, err := api.New(aopts)
 	if err != nil {
 		return nil, fmt.Errorf("build http api: %w", err)
@@ -195,6 +208,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		spanMetrics: spanMetrics,
 		tracker:     tracker,
 		api:         srvAPI,
+		rules:       rules,
 		srv: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -270,6 +284,7 @@ func (a *App) Start(context.Context) error {
 			}
 		})
 	}
+	a.rules.start()
 	a.api.SetReady(true)
 	attrs := []any{"data_dir", a.opts.DataDir}
 	for name, ln := range a.listeners {
@@ -335,6 +350,7 @@ func (a *App) Stop(ctx context.Context) error {
 			}
 			a.serving.Wait()
 		}
+		a.rules.stop(started) // before the stores close: it writes ALERTS
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
 		}

@@ -72,6 +72,8 @@ type Options struct {
 	QueryMaxConcurrency int
 	// RemoteWrite configures the remote-write receiver's limits.
 	RemoteWrite api.RemoteWriteOptions
+	// Rules configures rule evaluation and alerting (rules.go).
+	Rules RulesOptions
 	// EnableAdminAPI serves delete_series and clean_tombstones.
 	EnableAdminAPI bool
 	// CORSOrigin is the regular expression of allowed CORS origins.
@@ -100,6 +102,7 @@ func DefaultOptions() Options {
 		Query:               query.DefaultEngineOptions(),
 		QueryMaxConcurrency: query.DefaultMaxConcurrency,
 		RemoteWrite:         api.DefaultRemoteWriteOptions(),
+		Rules:               DefaultRulesOptions(),
 		OTLP:                api.DefaultOTLPOptions(),
 		Workload:            workload.DefaultOptions(),
 		LogStore:            logstore.DefaultOptions(),

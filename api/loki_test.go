@@ -264,6 +264,11 @@ func TestLokiPushEncodings(t *testing.T) {
 	if code != http.StatusNoContent {
 		t.Fatalf("protobuf push: %d %s", code, body)
 	}
+	// Some clients also say Content-Encoding: snappy; Loki accepts it.
+	code, body = e.do(t, http.MethodPost, "/loki/api/v1/push", bytes.NewReader(snappy.Encode(nil, req)), map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"})
+	if code != http.StatusNoContent {
+		t.Fatalf("protobuf push with Content-Encoding snappy: %d %s", code, body)
+	}
 	// gzip JSON
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)

@@ -40,7 +40,9 @@ type fileConfig struct {
 			MaxLabelsPerSeries *int      `yaml:"max_labels_per_series"`
 			MaxFutureSkew      *duration `yaml:"max_future_skew"`
 		} `yaml:"remote_write"`
+		Logs logLimits `yaml:"logs"`
 	} `yaml:"limits"`
+	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
 	HTTP struct {
 		EnableAdminAPI  *bool     `yaml:"enable_admin_api"`
 		CORSOrigin      *string   `yaml:"cors_origin"`
@@ -127,6 +129,10 @@ func (c *fileConfig) apply(opts *app.Options) error {
 		opts.RemoteWrite.Ingest.MaxLabelsPerSeries = *rw.MaxLabelsPerSeries
 	}
 	setDur(&opts.RemoteWrite.Ingest.MaxFutureSkew, rw.MaxFutureSkew)
+	if err := c.Limits.Logs.apply(opts); err != nil {
+		return err
+	}
+	c.OTLPLogs.apply(opts)
 	if c.HTTP.EnableAdminAPI != nil {
 		opts.EnableAdminAPI = *c.HTTP.EnableAdminAPI
 	}

@@ -147,6 +147,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	lgopts := api.DefaultOTLPLogsOptions()
 	lgopts.Ingest.Loki = opts.Loki.Ingest
 	lgopts.Ingest.Workload = oopts.Ingest.Workload
+	lgopts.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	lgopts.MaxRequestBytes = oopts.MaxRequestBytes
 	lgopts.RetryAfter = oopts.RetryAfter
 	lgopts.Logger = logger.With("component", "otlp logs")

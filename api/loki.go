@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -51,8 +50,10 @@ type LokiOptions struct {
 	// Patterns configures the pattern miner (per level); its MaxClusters
 	// also bounds the patterns of one answer. See logpattern.DefaultOptions.
 	Patterns logpattern.Options
-	// Version is reported by status/buildinfo. Default "weft".
-	Version string
+	// BuildInfo is reported by status/buildinfo (the server's version,
+	// revision, ...; the same as the Prometheus API's). Zero fields answer
+	// DefaultOptions().BuildInfo's and the running Go version.
+	BuildInfo BuildInfo
 	// Logger receives request errors; nil is a no-op logger.
 	Logger *slog.Logger
 	// Now returns the current time; nil is time.Now. For tests.
@@ -70,7 +71,7 @@ func DefaultLokiOptions() LokiOptions {
 		TailMaxDropped:  1000,
 		PatternMaxLines: 100000,
 		Patterns:        logpattern.DefaultOptions(),
-		Version:         "weft",
+		BuildInfo:       DefaultOptions().BuildInfo,
 	}
 }
 
@@ -120,9 +121,7 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 	if opts.Patterns.MaxClusters <= 0 {
 		opts.Patterns.MaxClusters = d.Patterns.MaxClusters
 	}
-	if opts.Version == "" {
-		opts.Version = d.Version
-	}
+	opts.BuildInfo = opts.BuildInfo.withDefaults()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -465,10 +464,21 @@ func (a *lokiAPI) formatQuery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, append(b, '}'))
 }
 
+// buildInfo answers Loki's status/buildinfo: the Prometheus shape, with
+// weft's version (Grafana shows it; Loki clients parse it as semver).
 func (a *lokiAPI) buildInfo(w http.ResponseWriter, _ *http.Request) {
+	bi := a.opts.BuildInfo
 	b := []byte(`{"version":`)
-	b = appendJSONString(b, a.opts.Version)
-	b = append(b, `,"revision":"","branch":"","buildUser":"","buildDate":"","goVersion":`...)
-	b = appendJSONString(b, runtime.Version())
+	for _, f := range []struct{ key, v string }{
+		{"", bi.Version}, {"revision", bi.Revision}, {"branch", bi.Branch},
+		{"buildUser", bi.BuildUser}, {"buildDate", bi.BuildDate}, {"goVersion", bi.GoVersion},
+	} {
+		if f.key != "" {
+			b = append(b, `,"`...)
+			b = append(b, f.key...)
+			b = append(b, `":`...)
+		}
+		b = appendJSONString(b, f.v)
+	}
 	writeJSON(w, append(b, '}'))
 }

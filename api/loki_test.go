@@ -233,9 +233,11 @@ func TestLokiMetadataEndpoints(t *testing.T) {
 }
 
 func TestLokiBuildInfoAndReady(t *testing.T) {
-	e := newLokiEnv(t)
+	e := newLokiEnvWith(t, func(o *LokiOptions) {
+		o.BuildInfo = BuildInfo{Version: "1.2.3", Revision: "abc123", BuildDate: "2026-11-30T12:00:00Z"}
+	})
 	code, body := e.get(t, "/loki/api/v1/status/buildinfo", nil, nil)
-	if code != 200 || !strings.HasPrefix(body, `{"version":"weft","revision":"","branch":"","buildUser":"","buildDate":"","goVersion":"go`) {
+	if code != 200 || !strings.HasPrefix(body, `{"version":"1.2.3","revision":"abc123","branch":"unknown","buildUser":"unknown","buildDate":"2026-11-30T12:00:00Z","goVersion":"go`) {
 		t.Fatalf("%d %s", code, body)
 	}
 	if code, body := e.get(t, "/ready", nil, nil); code != 200 || body != "ready\n" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,9 +62,28 @@ type CardinalityStat struct {
 	Value uint64
 }
 
-// BuildInfo is reported by /api/v1/status/buildinfo.
+// BuildInfo is reported by /api/v1/status/buildinfo and Loki's
+// status/buildinfo.
 type BuildInfo struct {
 	Version, Revision, Branch, BuildUser, BuildDate, GoVersion string
+}
+
+// withDefaults fills empty fields from DefaultOptions().BuildInfo, and
+// GoVersion with the running Go version.
+func (bi BuildInfo) withDefaults() BuildInfo {
+	d := DefaultOptions().BuildInfo
+	for _, f := range []struct {
+		dst *string
+		def string
+	}{
+		{&bi.Version, d.Version}, {&bi.Revision, d.Revision}, {&bi.Branch, d.Branch},
+		{&bi.BuildUser, d.BuildUser}, {&bi.BuildDate, d.BuildDate}, {&bi.GoVersion, runtime.Version()},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.def
+		}
+	}
+	return bi
 }
 
 // Options configures the HTTP handler. Storage and Engine are required.

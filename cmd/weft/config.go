@@ -43,7 +43,7 @@ type fileConfig struct {
 		Logs logLimits `yaml:"logs"`
 	} `yaml:"limits"`
 	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
-	HTTP struct {
+	HTTP     struct {
 		EnableAdminAPI  *bool     `yaml:"enable_admin_api"`
 		CORSOrigin      *string   `yaml:"cors_origin"`
 		ShutdownTimeout *duration `yaml:"shutdown_timeout"`

@@ -129,7 +129,7 @@ func TestUsageErrors(t *testing.T) {
 		out  string
 	}{
 		{"help", []string{"-help"}, exitOK, "-otlp-grpc-addr"},
-		{"version", []string{"-version"}, exitOK, "weft " + version},
+		{"version", []string{"-version"}, exitOK, "weft " + buildVersion()},
 		{"unknown flag", []string{"-nope"}, exitUsage, "flag provided but not defined"},
 		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
 		{"unknown config key", []string{"-config", bad}, exitUsage, "field retension not found"},

@@ -179,6 +179,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	lkopts := opts.Loki
 	lkopts.Logger = logger.With("component", "loki")
 	lkopts.Broadcaster = tail
+	lkopts.BuildInfo = opts.BuildInfo
 	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)
 	aopts.Handlers = map[string]http.Handler{
 		"/otlp/v1/metrics":        otlpHandler,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -56,6 +57,9 @@ type LokiOptions struct {
 	BuildInfo BuildInfo
 	// Logger receives request errors; nil is a no-op logger.
 	Logger *slog.Logger
+	// Registerer receives the weft_ingest_* counters (path loki_push); nil
+	// registers none.
+	Registerer prometheus.Registerer
 	// Now returns the current time; nil is time.Now. For tests.
 	Now func() time.Time
 }
@@ -83,6 +87,8 @@ type lokiAPI struct {
 	opts   LokiOptions
 	log    *slog.Logger
 	now    func() time.Time
+	// counters count pushed lines stored and refused.
+	counters *ingestCounters
 }
 
 // The log store is the LogQL engine's Source.
@@ -132,6 +138,7 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 		opts.Ingest.Now = opts.Now
 	}
 	a := &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
+	a.counters = newIngestCounters(opts.Registerer)
 	mux := http.NewServeMux()
 	const p = "/loki/api/v1/"
 	mux.HandleFunc("POST "+p+"push", a.push)
@@ -437,7 +444,8 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 		return
 	}
-	_, err = a.ing.Push(r.Context(), req)
+	st, err := a.ing.Push(r.Context(), req)
+	a.countPush(req, st, err)
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
@@ -448,6 +456,31 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.log.Error("loki_push_failed", "err", err)
 		lokiError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// countPush counts a push's outcome in the weft_ingest_* counters.
+func (a *lokiAPI) countPush(req *loki.Request, st loki.Stats, err error) {
+	var verr *loki.ValidationError
+	switch {
+	case err == nil:
+		a.counters.observeLogs(ingestPathLokiPush, int64(st.Entries), nil, 0)
+	case errors.As(err, &verr):
+		var by [loki.NumReasons]int64
+		for r, n := range verr.ByReason {
+			by[r] = int64(n)
+		}
+		a.counters.observeLogs(ingestPathLokiPush, int64(st.Entries), &by, 0)
+	default: // nothing of the request was stored
+		n := 0
+		for _, s := range req.Streams {
+			n += len(s.Entries)
+		}
+		if errors.Is(err, logstore.ErrEmptyLabels) {
+			a.counters.reject(ingestPathLokiPush, ingestTypeLogLine, loki.ReasonMissingLabels.String(), int64(n))
+			return
+		}
+		a.counters.observeLogs(ingestPathLokiPush, 0, nil, int64(n))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/ingest/otlp"
@@ -36,6 +37,9 @@ type OTLPOptions struct {
 	RetryAfter time.Duration
 	// Logger receives request failures; nil discards them.
 	Logger *slog.Logger
+	// Registerer receives the weft_ingest_* counters (path otlp_metrics);
+	// nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // DefaultOTLPOptions returns the documented defaults (docs/otlp.md).
@@ -90,11 +94,12 @@ type otlpReceiver struct {
 	otlpLimits
 	ing *otlp.Ingester
 	// err is set when the options were invalid; every request answers it.
-	err error
+	err      error
+	counters *ingestCounters
 }
 
 func newOTLPReceiver(app promstorage.AppendableV2, opts OTLPOptions) *otlpReceiver {
-	r := &otlpReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger)}
+	r := &otlpReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger), counters: newIngestCounters(opts.Registerer)}
 	r.ing, r.err = NewOTLPIngester(app, opts)
 	if r.err != nil {
 		r.logger.Error("otlp_receiver_misconfigured", "err", r.err)

@@ -46,7 +46,7 @@ func (s *otlpGRPCServer) Export(ctx context.Context, req pmetricotlp.ExportReque
 	if s.r.err != nil {
 		return resp, status.Error(codes.Internal, s.r.err.Error())
 	}
-	res, err := s.r.ing.Ingest(ctx, req.Metrics())
+	res, err := s.r.ingest(ctx, req.Metrics())
 	switch classifyOTLP(res, err) {
 	case otlpUnavailable:
 		s.r.logger.Warn("otlp_ingest_failed", "err", err)

@@ -62,7 +62,7 @@ func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	res, err := h.r.ing.Ingest(req.Context(), er.Metrics())
+	res, err := h.r.ingest(req.Context(), er.Metrics())
 	switch classifyOTLP(res, err) {
 	case otlpUnavailable:
 		h.r.logger.Warn("otlp_ingest_failed", "err", err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,6 +39,9 @@ type OTLPLogsOptions struct {
 	// for the Loki tail endpoint; pass the one in LokiOptions.Broadcaster.
 	// It must be set before NewOTLPLogsIngester is called.
 	Broadcaster *LogBroadcaster
+	// Registerer receives the weft_ingest_* counters (path otlp_logs); nil
+	// registers none.
+	Registerer prometheus.Registerer
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -70,12 +74,13 @@ func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingeste
 // otlpLogsReceiver is what the HTTP and gRPC front ends share.
 type otlpLogsReceiver struct {
 	otlpLimits
-	ing *otlplogs.Ingester
-	err error // invalid options: every request answers it
+	ing      *otlplogs.Ingester
+	err      error // invalid options: every request answers it
+	counters *ingestCounters
 }
 
 func newOTLPLogsReceiver(p loki.Pusher, opts OTLPLogsOptions) *otlpLogsReceiver {
-	r := &otlpLogsReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger)}
+	r := &otlpLogsReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger), counters: newIngestCounters(opts.Registerer)}
 	r.ing, r.err = NewOTLPLogsIngester(p, opts)
 	if r.err != nil {
 		r.logger.Error("otlp_logs_receiver_misconfigured", "err", r.err)
@@ -132,7 +137,7 @@ func (h *otlpLogsHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request
 		return
 	}
 
-	res, err := h.r.ing.Ingest(req.Context(), er.Logs())
+	res, err := h.r.ingest(req.Context(), er.Logs())
 	switch classifyOTLPLogs(err) {
 	case otlpUnavailable:
 		h.r.logger.Warn("otlp_logs_ingest_failed", "err", err)

@@ -31,7 +31,7 @@ func (s *otlpLogsGRPCServer) Export(ctx context.Context, req plogotlp.ExportRequ
 	if s.r.err != nil {
 		return resp, status.Error(codes.Internal, s.r.err.Error())
 	}
-	res, err := s.r.ing.Ingest(ctx, req.Logs())
+	res, err := s.r.ingest(ctx, req.Logs())
 	switch classifyOTLPLogs(err) {
 	case otlpUnavailable:
 		s.r.logger.Warn("otlp_logs_ingest_failed", "err", err)

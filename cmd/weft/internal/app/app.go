@@ -135,6 +135,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 
 	oopts := opts.OTLP
 	oopts.Logger = logger.With("component", "otlp")
+	oopts.Registerer = reg
 	ing, err := api.NewOTLPIngester(db, oopts, storage.ErrInvalidLabels)
 	if err != nil {
 		return nil, err
@@ -151,6 +152,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	lgopts.MaxRequestBytes = oopts.MaxRequestBytes
 	lgopts.RetryAfter = oopts.RetryAfter
 	lgopts.Logger = logger.With("component", "otlp logs")
+	lgopts.Registerer = reg
 	// One broadcaster: the Loki tail endpoint sees Loki and OTLP pushes.
 	tail := api.NewLogBroadcaster()
 	lgopts.Broadcaster = tail
@@ -178,6 +180,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.RemoteWrite = api.NewRemoteWriteHandler(db, rwopts)
 	lkopts := opts.Loki
 	lkopts.Logger = logger.With("component", "loki")
+	lkopts.Registerer = reg
 	lkopts.Broadcaster = tail
 	lkopts.BuildInfo = opts.BuildInfo
 	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)

@@ -191,6 +191,16 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		"/loki/":                  lokiHandler,
 		"/ready":                  lokiHandler,
 	}
+	// Compatibility endpoints other tools expect (docs/import-export.md).
+	fedopts := api.DefaultFederateOptions()
+	fedopts.LookbackDelta = opts.Query.LookbackDelta
+	fedopts.Logger = logger.With("component", "federate")
+	aopts.Handlers["GET /federate"] = api.NewFederateHandler(db, fedopts)
+	aopts.Handlers["/api/v1/export"] = api.NewVMExportHandler(db, api.VMExportOptions{Logger: logger.With("component", "export")})
+	impopts := api.DefaultVMImportOptions()
+	impopts.Ingest, impopts.Registerer = rwopts.Ingest, reg
+	impopts.Logger = logger.With("component", "import")
+	aopts.Handlers["POST /api/v1/import"] = api.NewVMImportHandler(db, impopts)
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo

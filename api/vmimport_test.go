@@ -169,7 +169,7 @@ func TestVMImportErrors(t *testing.T) {
 		fmt.Sprintf(`{"metric":{"__name__":"bad"},"values":[1,2],"timestamps":[%d]}`, t0),
 		fmt.Sprintf(`{"metric":{"__name__":"bad"},"values":["seven"],"timestamps":[%d]}`, t0),
 		fmt.Sprintf(`{"metric":{},"values":[1],"timestamps":[%d]}`, t0),
-		fmt.Sprintf(`{"metric":{"job":"no_name"},"values":[1],"timestamps":[%d]}`, t0),             // no __name__: remote write's rule
+		fmt.Sprintf(`{"metric":{"job":"no_name"},"values":[1],"timestamps":[%d]}`, t0),              // no __name__: remote write's rule
 		fmt.Sprintf(`{"metric":{"__name__":"future"},"values":[1],"timestamps":[%d]}`, t0+3600_000), // beyond the future skew
 	}, "\n")
 	code, msg := post(t, srv.URL+"/api/v1/import", "", []byte(body))

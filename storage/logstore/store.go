@@ -25,6 +25,13 @@ var (
 	ErrEmptyLabels = errors.New("stream has no labels")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("log store closed")
+	// ErrInvalidDelete: a delete request is malformed (deletes.go).
+	ErrInvalidDelete = errors.New("invalid delete request")
+	// ErrDeleteNotFound: no delete request has the ID.
+	ErrDeleteNotFound = errors.New("could not find delete request with given id")
+	// ErrDeleteProcessed: the delete request is processed; it cannot be
+	// cancelled.
+	ErrDeleteProcessed = errors.New("deletion of request which is in process or already processed is not allowed")
 )
 
 // PushStream is one stream of a push: its labels (sorted, as labels.Labels
@@ -54,6 +61,11 @@ type Store struct {
 	sealMu sync.RWMutex
 
 	filters filterCache
+
+	// deletes are the delete requests (deletes.go); reclaimMu serializes
+	// their processing.
+	deletes   deleteSet
+	reclaimMu sync.Mutex
 
 	// sealQ hands full heads to the sealer goroutine, so that compressing
 	// and building token filters stays off the push path. nil without
@@ -189,6 +201,9 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 	if err := s.loadChunks(); err != nil {
+		return err
+	}
+	if err := s.loadDeletes(); err != nil {
 		return err
 	}
 	for m := range s.parts {
@@ -491,6 +506,9 @@ func (s *Store) maintenanceLoop() {
 		}()
 		if err := s.Seal(ctx, false); err != nil && ctx.Err() == nil {
 			s.log.Error("log_seal_failed", "err", err)
+		}
+		if err := s.ReclaimDeletes(ctx, s.opts.Now().Add(-s.opts.DeleteCancelPeriod).UnixNano()); err != nil && ctx.Err() == nil {
+			s.log.Error("log_delete_reclaim_failed", "err", err)
 		}
 		if s.opts.Retention > 0 {
 			if err := s.DropBefore(ctx, s.opts.Now().Add(-s.opts.Retention).UnixNano()); err != nil && ctx.Err() == nil {

@@ -51,6 +51,10 @@ type LokiOptions struct {
 	// Patterns configures the pattern miner (per level); its MaxClusters
 	// also bounds the patterns of one answer. See logpattern.DefaultOptions.
 	Patterns logpattern.Options
+	// EnableDelete serves Loki's delete API (/loki/api/v1/delete);
+	// without it the API answers 403. Deletion is destructive: cmd/weft
+	// sets it with -enable-admin-api. Default false.
+	EnableDelete bool
 	// BuildInfo is reported by status/buildinfo (the server's version,
 	// revision, ...; the same as the Prometheus API's). Zero fields answer
 	// DefaultOptions().BuildInfo's and the running Go version.
@@ -163,6 +167,11 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 		mux.HandleFunc("POST "+p+path, h)
 	}
 	mux.HandleFunc("GET "+p+"tail", a.tail)
+	// Log deletion (lokidelete.go).
+	mux.HandleFunc("POST "+p+"delete", a.deleteCreate)
+	mux.HandleFunc("PUT "+p+"delete", a.deleteCreate)
+	mux.HandleFunc("GET "+p+"delete", a.deleteList)
+	mux.HandleFunc("DELETE "+p+"delete", a.deleteCancel)
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ready\n"))

@@ -183,6 +183,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	lkopts.Registerer = reg
 	lkopts.Broadcaster = tail
 	lkopts.BuildInfo = opts.BuildInfo
+	lkopts.EnableDelete = opts.EnableAdminAPI
 	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)
 	aopts.Handlers = map[string]http.Handler{
 		"/otlp/v1/metrics":        otlpHandler,

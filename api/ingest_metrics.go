@@ -1,16 +1,15 @@
 package api
 
 import (
-	"context"
+	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlp"
 	"github.com/weftdb/weft/ingest/otlplogs"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // Every ingest path counts what it stored and what it refused in two
@@ -106,27 +105,27 @@ func (c *ingestCounters) observeLogs(path string, accepted int64, byReason *[lok
 	c.reject(path, ingestTypeLogLine, reasonUnavailable, unavailable)
 }
 
-// ingest runs the OTLP metrics ingester and counts the outcome.
-func (r *otlpReceiver) ingest(ctx context.Context, md pmetric.Metrics) (otlp.Result, error) {
-	res, err := r.ing.Ingest(ctx, md)
+// observeOTLPMetrics counts an OTLP metrics export: on a retryable error
+// nothing was stored.
+func (c *ingestCounters) observeOTLPMetrics(res otlp.Result, err error) {
 	if err != nil {
-		r.counters.reject(ingestPathOTLPMetrics, ingestTypeDataPoint, reasonUnavailable, res.DataPoints)
-		return res, err
+		c.reject(ingestPathOTLPMetrics, ingestTypeDataPoint, reasonUnavailable, res.DataPoints)
+		return
 	}
-	r.counters.accept(ingestPathOTLPMetrics, ingestTypeDataPoint, res.DataPoints-res.Rejected)
+	c.accept(ingestPathOTLPMetrics, ingestTypeDataPoint, res.DataPoints-res.Rejected)
 	for reason, n := range res.ByReason {
-		r.counters.reject(ingestPathOTLPMetrics, ingestTypeDataPoint, reason, n)
+		c.reject(ingestPathOTLPMetrics, ingestTypeDataPoint, reason, n)
 	}
-	return res, nil
 }
 
-// ingest runs the OTLP logs ingester and counts the outcome.
-func (r *otlpLogsReceiver) ingest(ctx context.Context, ld plog.Logs) (otlplogs.Result, error) {
-	res, err := r.ing.Ingest(ctx, ld)
-	var lost int64
-	if classifyOTLPLogs(err) == otlpUnavailable {
-		lost = int64(ld.LogRecordCount())
+// observeOTLPLogs counts an OTLP logs export of records records.
+func (c *ingestCounters) observeOTLPLogs(records int64, res otlplogs.Result, err error) {
+	switch {
+	case err == nil, errors.Is(err, otlplogs.ErrAllRejected):
+		c.observeLogs(ingestPathOTLPLogs, res.Accepted, &res.ByReason, 0)
+	case errors.Is(err, logstore.ErrTooOld): // the store refused the push whole
+		c.reject(ingestPathOTLPLogs, ingestTypeLogLine, loki.ReasonTooOld.String(), records)
+	default:
+		c.observeLogs(ingestPathOTLPLogs, 0, nil, records)
 	}
-	r.counters.observeLogs(ingestPathOTLPLogs, res.Accepted, &res.ByReason, lost)
-	return res, err
 }

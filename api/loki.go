@@ -56,8 +56,9 @@ type LokiOptions struct {
 	// sets it with -enable-admin-api. Default false.
 	EnableDelete bool
 	// BuildInfo is reported by status/buildinfo (the server's version,
-	// revision, ...; the same as the Prometheus API's). Zero fields answer
-	// DefaultOptions().BuildInfo's and the running Go version.
+	// revision, ...; the same as the Prometheus API's: api.New passes its
+	// own when this one is the default). Empty fields answer "unknown",
+	// GoVersion the running Go version.
 	BuildInfo BuildInfo
 	// Logger receives request errors; nil is a no-op logger.
 	Logger *slog.Logger
@@ -79,7 +80,7 @@ func DefaultLokiOptions() LokiOptions {
 		TailMaxDropped:  1000,
 		PatternMaxLines: 100000,
 		Patterns:        logpattern.DefaultOptions(),
-		BuildInfo:       DefaultOptions().BuildInfo,
+		BuildInfo:       defaultBuildInfo(),
 	}
 }
 
@@ -106,6 +107,15 @@ var _ logql.Source = (*logstore.Store)(nil)
 // connections, which end when their request context ends. Lines it stores
 // are published to opts.Broadcaster after they are durable.
 func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOptions) http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range newLokiAPI(store, engine, opts).routes() {
+		mux.Handle(r.pattern, r.h)
+	}
+	return mux
+}
+
+// newLokiAPI applies the defaults of opts and builds the Loki API.
+func newLokiAPI(store *logstore.Store, engine *logql.Engine, opts LokiOptions) *lokiAPI {
 	d := DefaultLokiOptions()
 	if opts.MaxPushBodySize <= 0 {
 		opts.MaxPushBodySize = d.MaxPushBodySize
@@ -141,42 +151,46 @@ func NewLokiHandler(store *logstore.Store, engine *logql.Engine, opts LokiOption
 	if opts.Ingest.Now == nil {
 		opts.Ingest.Now = opts.Now
 	}
-	a := &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
-	a.counters = newIngestCounters(opts.Registerer)
-	mux := http.NewServeMux()
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now,
+		counters: newIngestCounters(opts.Registerer)}
+}
+
+// routes are the Loki API's entries in the route table, each with its own
+// handler label.
+func (a *lokiAPI) routes() []route {
 	const p = "/loki/api/v1/"
-	mux.HandleFunc("POST "+p+"push", a.push)
-	for path, h := range map[string]http.HandlerFunc{
-		"query":                        a.query,
-		"query_range":                  a.queryRange,
-		"labels":                       a.labelNames,
-		"label":                        a.labelNames,
-		"label/{name}/values":          a.labelValues,
-		"series":                       a.series,
-		"index/stats":                  a.indexStats,
-		"index/volume":                 a.volume,
-		"index/volume_range":           a.volumeRange,
-		"detected_fields":              a.detectedFields,
-		"detected_field/{name}/values": a.detectedFieldValues,
-		"detected_labels":              a.detectedLabels,
-		"patterns":                     a.patterns,
-		"format_query":                 a.formatQuery,
-		"status/buildinfo":             a.buildInfo,
+	rs := []route{{pattern: "POST " + p + "push", name: p + "push", h: http.HandlerFunc(a.push)}}
+	for _, e := range []struct {
+		path string
+		h    http.HandlerFunc
+	}{
+		{"query", a.query},
+		{"query_range", a.queryRange},
+		{"labels", a.labelNames},
+		{"label", a.labelNames},
+		{"label/{name}/values", a.labelValues},
+		{"series", a.series},
+		{"index/stats", a.indexStats},
+		{"index/volume", a.volume},
+		{"index/volume_range", a.volumeRange},
+		{"detected_fields", a.detectedFields},
+		{"detected_field/{name}/values", a.detectedFieldValues},
+		{"detected_labels", a.detectedLabels},
+		{"patterns", a.patterns},
+		{"format_query", a.formatQuery},
+		{"status/buildinfo", a.buildInfo},
 	} {
-		mux.HandleFunc("GET "+p+path, h)
-		mux.HandleFunc("POST "+p+path, h)
+		rs = append(rs,
+			route{pattern: "GET " + p + e.path, name: p + e.path, h: e.h},
+			route{pattern: "POST " + p + e.path, name: p + e.path, h: e.h})
 	}
-	mux.HandleFunc("GET "+p+"tail", a.tail)
-	// Log deletion (lokidelete.go).
-	mux.HandleFunc("POST "+p+"delete", a.deleteCreate)
-	mux.HandleFunc("PUT "+p+"delete", a.deleteCreate)
-	mux.HandleFunc("GET "+p+"delete", a.deleteList)
-	mux.HandleFunc("DELETE "+p+"delete", a.deleteCancel)
-	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ready\n"))
-	})
-	return mux
+	rs = append(rs, a.deleteRoutes()...) // log deletion (lokidelete.go)
+	return append(rs,
+		route{pattern: "GET " + p + "tail", name: p + "tail", h: http.HandlerFunc(a.tail)},
+		route{pattern: "GET /ready", name: "/ready", h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ready\n"))
+		})})
 }
 
 // Errors: Loki answers with a plain-text body and the status code.
@@ -460,7 +474,7 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, loki.ErrInvalid):
 		a.badRequest(w, err)
-	case errors.Is(err, logstore.ErrEmptyLabels):
+	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld):
 		a.badRequest(w, err)
 	default:
 		a.log.Error("loki_push_failed", "err", err)

@@ -27,6 +27,17 @@ import (
 // -enable-admin-api); otherwise every call answers 403, as Loki answers
 // when deletion is disabled.
 
+// deleteRoutes are the delete API's entries in the Loki API's routes.
+func (a *lokiAPI) deleteRoutes() []route {
+	const p = "/loki/api/v1/delete"
+	return []route{
+		{pattern: "POST " + p, name: p, h: http.HandlerFunc(a.deleteCreate)},
+		{pattern: "PUT " + p, name: p, h: http.HandlerFunc(a.deleteCreate)},
+		{pattern: "GET " + p, name: p, h: http.HandlerFunc(a.deleteList)},
+		{pattern: "DELETE " + p, name: p, h: http.HandlerFunc(a.deleteCancel)},
+	}
+}
+
 // deleteRequestJSON is one entry of the list, with Loki's field names;
 // times are unix seconds with millisecond precision (Prometheus'
 // model.Time JSON).

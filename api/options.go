@@ -11,14 +11,19 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/storage"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/ingest/workload"
+	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // Storage is what the Prometheus API reads: samples, chunks and exemplars.
 // Implementations must be safe for concurrent use.
 type Storage interface {
-	storage.SampleAndChunkQueryable
-	storage.ExemplarQueryable
+	promstorage.SampleAndChunkQueryable
+	promstorage.ExemplarQueryable
 }
 
 // MetadataReader returns metric metadata (type, help, unit) by metric name.
@@ -68,10 +73,15 @@ type BuildInfo struct {
 	Version, Revision, Branch, BuildUser, BuildDate, GoVersion string
 }
 
-// withDefaults fills empty fields from DefaultOptions().BuildInfo, and
-// GoVersion with the running Go version.
+// defaultBuildInfo is what a server that was told nothing reports.
+func defaultBuildInfo() BuildInfo {
+	return BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"}
+}
+
+// withDefaults fills empty fields from defaultBuildInfo, and GoVersion
+// with the running Go version.
 func (bi BuildInfo) withDefaults() BuildInfo {
-	d := DefaultOptions().BuildInfo
+	d := defaultBuildInfo()
 	for _, f := range []struct {
 		dst *string
 		def string
@@ -107,12 +117,34 @@ type Options struct {
 	Admin SeriesDeleter
 	// Cardinality answers /api/v1/status/tsdb; nil answers an internal error.
 	Cardinality CardinalityReader
-	// RemoteWrite is mounted at POST /api/v1/write; nil answers 404.
-	RemoteWrite http.Handler
-	// Handlers are further routes mounted beside the Prometheus API, keyed
-	// by http.ServeMux pattern (for example "/loki/" for the Loki API or
-	// "POST /otlp/v1/metrics"). A pattern that conflicts with weft's own
-	// routes makes New fail.
+	// Appendable receives remote write (POST /api/v1/write) and OTLP
+	// metrics (/otlp/v1/metrics on this port, the OTLP ports through
+	// OTLPHandler and NewOTLPGRPCServer); nil: remote write answers 404 and
+	// OTLP metrics are not served.
+	Appendable promstorage.AppendableV2
+	// RemoteWrite configures the remote-write receiver (limits, validation).
+	RemoteWrite RemoteWriteOptions
+	// OTLP configures the OTLP metrics receiver.
+	OTLP OTLPOptions
+	// Logs is the log store: the Loki API under /loki/ and OTLP logs are
+	// served when it is set.
+	Logs *logstore.Store
+	// LogQL configures the LogQL engine of the Loki API.
+	LogQL logql.EngineOptions
+	// Loki configures the Loki API (push limits, query defaults, tail).
+	Loki LokiOptions
+	// OTLPLogs configures the OTLP logs receiver.
+	OTLPLogs OTLPLogsOptions
+	// Workload is the one workload-context mapping of every ingest path:
+	// OTLP resource attributes (metrics and logs) and the labels of remote
+	// write and Loki push streams whose aliases name a canonical key
+	// (docs/workload-context.md). It replaces the Workload of OTLP,
+	// OTLPLogs, RemoteWrite and Loki. Default workload.DefaultOptions();
+	// empty Rules turn context labels off.
+	Workload workload.Options
+	// Handlers are further routes for embedders and tests, keyed by
+	// http.ServeMux pattern; weft's own routes are all in the route table
+	// (routes.go). A pattern that conflicts with one of them makes New fail.
 	Handlers map[string]http.Handler
 
 	// EnableAdmin enables the admin endpoints (delete_series,
@@ -142,8 +174,14 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		CORSOrigin:    ".*",
-		LookbackDelta: 5 * time.Minute,
-		QueryTimeout:  2 * time.Minute,
-		BuildInfo:     BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"},
+		LookbackDelta: query.DefaultLookbackDelta,
+		QueryTimeout:  query.DefaultTimeout,
+		RemoteWrite:   DefaultRemoteWriteOptions(),
+		OTLP:          DefaultOTLPOptions(),
+		LogQL:         logql.DefaultEngineOptions(),
+		Loki:          DefaultLokiOptions(),
+		OTLPLogs:      DefaultOTLPLogsOptions(),
+		Workload:      workload.DefaultOptions(),
+		BuildInfo:     defaultBuildInfo(),
 	}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -9,56 +10,66 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	_ "google.golang.org/grpc/encoding/gzip" // OTLP exporters may gzip their requests.
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	weftstorage "github.com/weftdb/weft/storage"
 )
 
+// newMetricsSignal is OTLP metrics on the receiver core: decoded with
+// pdata, translated and appended by an otlp.Ingester.
+func newMetricsSignal(app promstorage.AppendableV2, opts OTLPOptions) *otlpSignal {
+	s := &otlpSignal{
+		name:    "metrics",
+		service: "opentelemetry.proto.collector.metrics.v1.MetricsService",
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+	}
+	// weft's storage refuses invalid label sets with ErrInvalidLabels: a
+	// rejected point, not a storage failure.
+	ing, err := NewOTLPIngester(app, opts, weftstorage.ErrInvalidLabels)
+	counters := newIngestCounters(opts.Registerer)
+	s.export = func(ctx context.Context, body []byte, json bool) (otlpResult, error) {
+		er := pmetricotlp.NewExportRequest()
+		if err := otlpDecode(er, body, json); err != nil {
+			return otlpResult{}, decodeErr("metrics", err)
+		}
+		res, err := ing.Ingest(ctx, er.Metrics())
+		counters.observeOTLPMetrics(res, err)
+		if err != nil {
+			return otlpResult{}, fmt.Errorf("ingest OTLP metrics: %w", err)
+		}
+		if res.Rejected > 0 && res.Rejected == res.DataPoints {
+			return otlpResult{}, invalidOTLP(res.Message)
+		}
+		return otlpResult{rejected: res.Rejected, message: res.Message}, nil
+	}
+	s.response = func(r otlpResult, json bool) ([]byte, error) {
+		resp := pmetricotlp.NewExportResponse()
+		if r != (otlpResult{}) {
+			resp.PartialSuccess().SetRejectedDataPoints(r.rejected)
+			resp.PartialSuccess().SetErrorMessage(r.message)
+		}
+		return otlpEncode(resp, json)
+	}
+	return s.withInitErr(err)
+}
+
 // OTLPGRPCServerOptions returns the grpc.ServerOptions the OTLP gRPC
-// server needs: a receive limit of opts.MaxRequestBytes (after
-// decompression; larger requests fail with RESOURCE_EXHAUSTED before they
-// are decoded). Pass them to grpc.NewServer for the -otlp-grpc-addr server.
+// server needs: the receiver core's raw codec and a receive limit of
+// opts.MaxRequestBytes (after decompression; larger requests fail with
+// RESOURCE_EXHAUSTED before they are decoded). Pass them to grpc.NewServer
+// for the -otlp-grpc-addr server.
 func OTLPGRPCServerOptions(opts OTLPOptions) []grpc.ServerOption {
-	max := opts.MaxRequestBytes
-	if max <= 0 {
-		max = DefaultOTLPMaxRequestBytes
-	}
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(int(max))}
+	return otlpGRPCServerOptions(opts.MaxRequestBytes)
 }
 
-// RegisterOTLPGRPC registers the OTLP MetricsService (Export) on s. The
-// logs service is registered apart (RegisterOTLPLogsGRPC); traces are not
-// implemented, so their clients get UNIMPLEMENTED. Export answers OK with partial_success when
-// some points are rejected, INVALID_ARGUMENT when all are, and UNAVAILABLE
-// with a RetryInfo detail when storage fails. Create s with
-// OTLPGRPCServerOptions(opts) for the request size limit.
+// RegisterOTLPGRPC registers the OTLP MetricsService (Export) on s, which
+// must be built with OTLPGRPCServerOptions. Export answers OK with
+// partial_success when some points are rejected, INVALID_ARGUMENT when the
+// body does not decode or all points are invalid, and UNAVAILABLE with a
+// RetryInfo detail when storage fails.
 func RegisterOTLPGRPC(s *grpc.Server, app promstorage.AppendableV2, opts OTLPOptions) {
-	pmetricotlp.RegisterGRPCServer(s, &otlpGRPCServer{r: newOTLPReceiver(app, opts)})
-}
-
-type otlpGRPCServer struct {
-	pmetricotlp.UnimplementedGRPCServer
-	r *otlpReceiver
-}
-
-func (s *otlpGRPCServer) Export(ctx context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
-	resp := pmetricotlp.NewExportResponse()
-	if s.r.err != nil {
-		return resp, status.Error(codes.Internal, s.r.err.Error())
-	}
-	res, err := s.r.ingest(ctx, req.Metrics())
-	switch classifyOTLP(res, err) {
-	case otlpUnavailable:
-		s.r.logger.Warn("otlp_ingest_failed", "err", err)
-		return resp, retryableStatus(err.Error(), s.r.retryAfter)
-	case otlpInvalid:
-		return resp, status.Error(codes.InvalidArgument, res.Message)
-	}
-	if res.Rejected > 0 || res.Message != "" {
-		resp.PartialSuccess().SetRejectedDataPoints(res.Rejected)
-		resp.PartialSuccess().SetErrorMessage(res.Message)
-	}
-	return resp, nil
+	newMetricsSignal(app, opts).register(s)
 }
 
 // retryableStatus is UNAVAILABLE with a RetryInfo detail, which OTLP

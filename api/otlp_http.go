@@ -6,12 +6,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	promstorage "github.com/prometheus/prometheus/storage"
-	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc/codes"
 )
 
@@ -34,53 +32,10 @@ const (
 // Safe for concurrent use. Invalid options make every request answer 500;
 // use NewOTLPIngester to detect them at start-up.
 func NewOTLPHandler(app promstorage.AppendableV2, opts OTLPOptions) http.Handler {
-	return &otlpHTTPHandler{r: newOTLPReceiver(app, opts)}
-}
-
-type otlpHTTPHandler struct {
-	r *otlpReceiver
+	return newMetricsSignal(app, opts)
 }
 
 var otlpBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func (h *otlpHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	ct, raw, release, ok := readOTLPRequest(w, req, h.r.maxBytes, h.r.err)
-	if !ok {
-		return
-	}
-	defer release()
-
-	var err error
-	er := pmetricotlp.NewExportRequest()
-	if ct == otlpContentJSON {
-		err = er.UnmarshalJSON(raw)
-	} else {
-		err = er.UnmarshalProto(raw)
-	}
-	if err != nil {
-		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP metrics: "+err.Error())
-		return
-	}
-
-	res, err := h.r.ingest(req.Context(), er.Metrics())
-	switch classifyOTLP(res, err) {
-	case otlpUnavailable:
-		h.r.logger.Warn("otlp_ingest_failed", "err", err)
-		w.Header().Set("Retry-After", strconv.Itoa(int((h.r.retryAfter+999_999_999)/1e9)))
-		writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
-		return
-	case otlpInvalid:
-		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, res.Message)
-		return
-	}
-
-	resp := pmetricotlp.NewExportResponse()
-	if res.Rejected > 0 || res.Message != "" {
-		resp.PartialSuccess().SetRejectedDataPoints(res.Rejected)
-		resp.PartialSuccess().SetErrorMessage(res.Message)
-	}
-	writeOTLPResponse(w, ct, resp.MarshalJSON, resp.MarshalProto)
-}
 
 // readOTLPRequest does what every OTLP/HTTP handler does before decoding:
 // POST only, a protobuf or JSON content type, gzip or no encoding, at most
@@ -140,21 +95,4 @@ func readOTLPRequest(w http.ResponseWriter, req *http.Request, maxBytes int64, i
 		return "", nil, nil, false
 	}
 	return ct, buf.Bytes(), release, true
-}
-
-// writeOTLPResponse answers 200 with an export response encoded in the
-// request's content type.
-func writeOTLPResponse(w http.ResponseWriter, ct string, marshalJSON, marshalProto func() ([]byte, error)) {
-	marshal := marshalProto
-	if ct == otlpContentJSON {
-		marshal = marshalJSON
-	}
-	out, err := marshal()
-	if err != nil {
-		writeOTLPStatus(w, ct, http.StatusInternalServerError, codes.Internal, "encode response: "+err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", ct)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
 }

@@ -1,11 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlplogs"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // OTLPLogsOptions configure the OTLP logs receiver (HTTP and gRPC).
@@ -71,33 +72,40 @@ func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingeste
 	return ing, nil
 }
 
-// otlpLogsReceiver is what the HTTP and gRPC front ends share.
-type otlpLogsReceiver struct {
-	otlpLimits
-	ing      *otlplogs.Ingester
-	err      error // invalid options: every request answers it
-	counters *ingestCounters
-}
-
-func newOTLPLogsReceiver(p loki.Pusher, opts OTLPLogsOptions) *otlpLogsReceiver {
-	r := &otlpLogsReceiver{otlpLimits: newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger), counters: newIngestCounters(opts.Registerer)}
-	r.ing, r.err = NewOTLPLogsIngester(p, opts)
-	if r.err != nil {
-		r.logger.Error("otlp_logs_receiver_misconfigured", "err", r.err)
+// newLogsSignal is OTLP logs on the receiver core: decoded with pdata,
+// mapped to log streams and pushed by an otlplogs.Ingester.
+func newLogsSignal(p loki.Pusher, opts OTLPLogsOptions) *otlpSignal {
+	s := &otlpSignal{
+		name:    "logs",
+		service: "opentelemetry.proto.collector.logs.v1.LogsService",
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
 	}
-	return r
-}
-
-// classifyOTLPLogs maps an Ingest outcome to the answer of both transports.
-func classifyOTLPLogs(err error) otlpOutcome {
-	switch {
-	case err == nil:
-		return otlpOK
-	case errors.Is(err, otlplogs.ErrAllRejected):
-		return otlpInvalid
-	default:
-		return otlpUnavailable
+	ing, err := NewOTLPLogsIngester(p, opts)
+	counters := newIngestCounters(opts.Registerer)
+	s.export = func(ctx context.Context, body []byte, json bool) (otlpResult, error) {
+		er := plogotlp.NewExportRequest()
+		if err := otlpDecode(er, body, json); err != nil {
+			return otlpResult{}, decodeErr("logs", err)
+		}
+		res, err := ing.Ingest(ctx, er.Logs())
+		counters.observeOTLPLogs(int64(er.Logs().LogRecordCount()), res, err)
+		switch {
+		case errors.Is(err, otlplogs.ErrAllRejected), errors.Is(err, logstore.ErrTooOld):
+			return otlpResult{}, invalidOTLP(err.Error())
+		case err != nil:
+			return otlpResult{}, fmt.Errorf("ingest OTLP logs: %w", err)
+		}
+		return otlpResult{rejected: res.Rejected, message: res.Message}, nil
 	}
+	s.response = func(r otlpResult, json bool) ([]byte, error) {
+		resp := plogotlp.NewExportResponse()
+		if r != (otlpResult{}) {
+			resp.PartialSuccess().SetRejectedLogRecords(r.rejected)
+			resp.PartialSuccess().SetErrorMessage(r.message)
+		}
+		return otlpEncode(resp, json)
+	}
+	return s.withInitErr(err)
 }
 
 // NewOTLPLogsHandler returns the OTLP/HTTP logs receiver writing to p (the
@@ -111,50 +119,7 @@ func classifyOTLPLogs(err error) otlpOutcome {
 // content types or encodings, 503 with Retry-After when storage fails.
 // Error bodies are google.rpc.Status. Safe for concurrent use.
 func NewOTLPLogsHandler(p loki.Pusher, opts OTLPLogsOptions) http.Handler {
-	return &otlpLogsHTTPHandler{r: newOTLPLogsReceiver(p, opts)}
-}
-
-type otlpLogsHTTPHandler struct {
-	r *otlpLogsReceiver
-}
-
-func (h *otlpLogsHTTPHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	ct, raw, release, ok := readOTLPRequest(w, req, h.r.maxBytes, h.r.err)
-	if !ok {
-		return
-	}
-	defer release()
-
-	var err error
-	er := plogotlp.NewExportRequest()
-	if ct == otlpContentJSON {
-		err = er.UnmarshalJSON(raw)
-	} else {
-		err = er.UnmarshalProto(raw)
-	}
-	if err != nil {
-		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "decode OTLP logs: "+err.Error())
-		return
-	}
-
-	res, err := h.r.ingest(req.Context(), er.Logs())
-	switch classifyOTLPLogs(err) {
-	case otlpUnavailable:
-		h.r.logger.Warn("otlp_logs_ingest_failed", "err", err)
-		w.Header().Set("Retry-After", strconv.Itoa(int((h.r.retryAfter+999_999_999)/1e9)))
-		writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
-		return
-	case otlpInvalid:
-		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, err.Error())
-		return
-	}
-
-	resp := plogotlp.NewExportResponse()
-	if res.Rejected > 0 || res.Message != "" {
-		resp.PartialSuccess().SetRejectedLogRecords(res.Rejected)
-		resp.PartialSuccess().SetErrorMessage(res.Message)
-	}
-	writeOTLPResponse(w, ct, resp.MarshalJSON, resp.MarshalProto)
+	return newLogsSignal(p, opts)
 }
 
 // writeOTLPStatus answers an error as a google.rpc.Status in content type

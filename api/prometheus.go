@@ -12,7 +12,7 @@ import (
 
 	"github.com/grafana/regexp"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/common/route"
+	promroute "github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/scrape"
@@ -140,7 +140,7 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 	api.ClearCodecs()
 	api.InstallCodec(jsonCodec{})
 
-	router := route.New().WithInstrumentation(func(name string, h http.HandlerFunc) http.HandlerFunc {
+	router := promroute.New().WithInstrumentation(func(name string, h http.HandlerFunc) http.HandlerFunc {
 		return instr.wrap("/api/v1"+name, h).ServeHTTP
 	})
 	api.Register(router)

@@ -7,27 +7,35 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/http/pprof"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 )
 
-// Server is weft's main HTTP handler: the Prometheus API under /api/v1/,
-// health and readiness under /-/, and weft's own metrics on /metrics. It is
-// safe for concurrent use; it owns no goroutines and needs no closing (the
-// caller owns the http.Server that serves it).
+// Server is weft's HTTP and OTLP front end. Its main handler serves, on one
+// port, every route of the route table (routes.go): the Prometheus API under
+// /api/v1/, remote write, OTLP/HTTP, the Loki API, health and readiness
+// under /-/, weft's own metrics on /metrics. OTLPHandler and NewOTLPGRPCServer
+// serve the same OTLP receivers on the OTLP ports. It is safe for concurrent
+// use; it owns no goroutines. Close ends the open Loki tail connections (the
+// caller owns the servers that serve the handlers).
 type Server struct {
 	mux     *http.ServeMux
 	ready   atomic.Bool
 	started time.Time
 	logger  *slog.Logger
+
+	// otlp holds the OTLP receivers, one per signal, shared by the main
+	// port, the OTLP HTTP port and the OTLP gRPC server (one delta state).
+	otlp []*otlpSignal
+	// tail publishes stored log lines to the Loki tail connections.
+	tail *LogBroadcaster
 }
 
-// New builds the handler. It starts not ready: /-/ready and the query
+// New builds the handlers. It starts not ready: /-/ready and the query
 // endpoints answer 503 until SetReady(true).
 func New(opts Options) (*Server, error) {
 	if opts.Storage == nil {
@@ -53,61 +61,24 @@ func New(opts Options) (*Server, error) {
 		opts.Gatherer = prometheus.NewRegistry()
 	}
 
-	s := &Server{mux: http.NewServeMux(), started: time.Now(), logger: opts.Logger}
+	s := &Server{mux: http.NewServeMux(), started: time.Now(), logger: opts.Logger, tail: NewLogBroadcaster()}
 	instr := newInstrumentation(opts.Registerer)
-
-	promAPI, err := newPrometheusAPI(opts, s, instr)
+	table, err := s.routes(opts, instr)
 	if err != nil {
-		return nil, fmt.Errorf("mount prometheus api: %w", err)
+		return nil, err
 	}
-	s.mux.Handle("/api/v1/", promAPI)
-
-	// weft's own answers for what Prometheus takes from its scrape manager
-	// or what weft serves differently.
-	md := &metadataHandler{reader: opts.Metadata, logger: opts.Logger}
-	s.mux.Handle("GET /api/v1/metadata", instr.wrap("/api/v1/metadata", s.requireReady(md)))
-	rw := opts.RemoteWrite
-	if rw == nil {
-		rw = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			http.Error(w, "remote write receiver is not enabled", http.StatusNotFound)
-		})
-	}
-	s.mux.Handle("POST /api/v1/write", instr.wrap("/api/v1/write", s.requireReady(rw)))
-
-	// Prometheus' snapshot handler creates a directory under the data
-	// directory before asking the storage; weft has no snapshots, so answer
-	// before anything is created, with Prometheus' errors.
-	snapshot := instr.wrap("/api/v1/admin/tsdb/snapshot", s.requireReady(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if !opts.EnableAdmin {
-			respondError(w, s.logger, errorUnavailable, errors.New("admin APIs disabled"))
-			return
+	for _, r := range table {
+		h := r.h
+		if r.ready {
+			h = s.requireReady(h)
 		}
-		respondError(w, s.logger, errorInternal, fmt.Errorf("create snapshot: %w", errNoSnapshots))
-	})))
-	s.mux.Handle("POST /api/v1/admin/tsdb/snapshot", snapshot)
-	s.mux.Handle("PUT /api/v1/admin/tsdb/snapshot", snapshot)
-
-	s.mux.Handle("GET /-/healthy", instr.wrap("/-/healthy", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "weft is Healthy.\n")
-	})))
-	s.mux.Handle("GET /-/ready", instr.wrap("/-/ready", s.requireReady(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "weft is Ready.\n")
-	}))))
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
-		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
-		EnableOpenMetrics: true,
-	}))
-	// Go runtime profiles (heap, CPU, goroutines), where Prometheus serves
-	// them, for `go tool pprof http://host:9338/debug/pprof/heap`.
-	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		if r.name != "" {
+			h = instr.wrap(r.name, h)
+		}
+		if err := s.mount(r.pattern, h); err != nil {
+			return nil, err
+		}
+	}
 	for _, pattern := range slices.Sorted(maps.Keys(opts.Handlers)) {
 		if err := s.mount(pattern, instr.wrap(pattern, opts.Handlers[pattern])); err != nil {
 			return nil, err
@@ -115,6 +86,36 @@ func New(opts Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// OTLPHandler returns the OTLP/HTTP receivers for the OTLP port (default
+// :4318): POST /v1/metrics and /v1/logs (when the log store is set).
+func (s *Server) OTLPHandler() http.Handler {
+	mux := http.NewServeMux()
+	for _, sig := range s.otlp {
+		mux.Handle("/v1/"+sig.name, sig)
+	}
+	return mux
+}
+
+// NewOTLPGRPCServer returns a gRPC server with the OTLP services of every
+// signal registered (MetricsService, LogsService), the receivers' codec and
+// request size limit, and the extra options given. The caller serves and
+// stops it.
+func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
+	var maxBytes int64
+	for _, sig := range s.otlp {
+		maxBytes = max(maxBytes, sig.limits.maxBytes)
+	}
+	g := grpc.NewServer(append(otlpGRPCServerOptions(maxBytes), extra...)...)
+	for _, sig := range s.otlp {
+		sig.register(g)
+	}
+	return g
+}
+
+// Close ends the open Loki tail connections: http.Server.Shutdown does not
+// wait for hijacked (WebSocket) connections. Idempotent.
+func (s *Server) Close() { s.tail.Close() }
 
 // mount adds a route, turning ServeMux's panic on an invalid or conflicting
 // pattern into an error.

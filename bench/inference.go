@@ -7,12 +7,15 @@ import (
 	"strconv"
 
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/weftdb/weft/bench/scenario"
 )
 
-// vLLM's histogram bucket bounds (vllm/engine/metrics.py).
+// vLLM's histogram bucket bounds (vllm/engine/metrics.py), as the
+// scenarios use them.
 var (
-	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60}
-	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+	e2eBuckets  = scenario.E2EBuckets
+	ttftBuckets = scenario.TTFTBuckets
 )
 
 var serveModels = []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", "mistralai/Mixtral-8x7B-Instruct", "Qwen/Qwen2.5-32B-Instruct", "deepseek-ai/DeepSeek-V3"}

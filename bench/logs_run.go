@@ -1,15 +1,15 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/weftdb/weft/bench/internal/push"
 )
 
 // LogTarget is how the log benchmark talks to one system: its process spec
@@ -292,52 +292,6 @@ func pushLogs(ctx context.Context, c *http.Client, url string, w *LogWorkload) S
 }
 
 func pushOne(ctx context.Context, c *http.Client, url string, p *LogPayload, st *SendStats) {
-	backoff := minBackoff
-	giveUp := time.Now().Add(time.Minute)
-	for {
-		t0 := time.Now()
-		code, msg, err := postJSON(ctx, c, url, p.Body)
-		st.Latencies = append(st.Latencies, time.Since(t0))
-		st.Requests++
-		if err == nil && code/100 == 2 {
-			st.AcceptedSamples += p.Lines
-			return
-		}
-		st.Rejections++
-		if err != nil {
-			st.LastError = err.Error()
-		} else {
-			st.LastError = fmt.Sprintf("HTTP %d: %s", code, msg)
-		}
-		retryable := err != nil || code == http.StatusTooManyRequests || code >= 500
-		if !retryable || time.Now().Add(backoff).After(giveUp) || ctx.Err() != nil {
-			st.RejectedSamples += p.Lines
-			return
-		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
-}
-
-func postJSON(ctx context.Context, c *http.Client, url string, body []byte) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", fmt.Errorf("new request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "weft-bench")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, "", fmt.Errorf("post: %w", err)
-	}
-	defer resp.Body.Close()
-	var msg []byte
-	if resp.StatusCode/100 != 2 {
-		msg, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, string(bytes.TrimSpace(msg)), nil
+	s := push.Sender{Client: c, URL: url, Header: http.Header{"Content-Type": {"application/json"}, "User-Agent": {"weft-bench"}}, Policy: retryPolicy(time.Minute)}
+	sendCounted(ctx, &s, p.Body, p.Lines, st)
 }

@@ -57,7 +57,7 @@ func Suite() []Query {
 		{Name: "fb_used_sum", Kind: Instant, Expr: `sum(DCGM_FI_DEV_FB_USED)`},
 		{Name: "model_values_for_team", Kind: LabelValues, Label: "model", Expr: `DCGM_FI_DEV_GPU_UTIL{team="pretrain"}`, Range: time.Hour},
 		{Name: "run_values", Kind: LabelValues, Label: "run_id", Expr: `DCGM_FI_DEV_GPU_UTIL`, Range: time.Hour},
-		{Name: "series_xid_runs", Kind: Series, Expr: `DCGM_FI_DEV_XID_ERRORS{run_id=~"r1.*"}`, Range: time.Hour},
+		{Name: "series_ecc_runs", Kind: Series, Expr: `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{run_id=~"r1.*"}`, Range: time.Hour},
 		{Name: "series_util", Kind: Series, Expr: `DCGM_FI_DEV_GPU_UTIL`, Range: 24 * time.Hour},
 	}
 }

@@ -1,17 +1,14 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/weftdb/weft/bench/internal/push"
 )
 
 // Endpoints are a target's write URLs, one per protocol; an empty URL means
@@ -178,84 +175,50 @@ func (r *Replayer) Run(ctx context.Context, lim Limits) SendStats {
 	return tot
 }
 
-// send posts p, retrying 429 and 5xx with a short backoff.
 // Backoff bounds for retries.
 const (
 	minBackoff = 50 * time.Millisecond
 	maxBackoff = 5 * time.Second
 )
 
-func (r *Replayer) send(ctx context.Context, p *Payload, st *SendStats) {
-	backoff := minBackoff
-	giveUp := time.Now().Add(r.RetryFor)
-	for {
-		t0 := time.Now()
-		code, msg, retryAfter, err := r.post(ctx, p)
-		st.Latencies = append(st.Latencies, time.Since(t0))
-		st.Requests++
-		if err == nil && code/100 == 2 {
-			st.AcceptedSamples += p.Samples
-			return
-		}
-		st.Rejections++
-		if err != nil {
-			st.LastError = err.Error()
-		} else {
-			st.LastError = fmt.Sprintf("HTTP %d: %s", code, msg)
-		}
-		retryable := err != nil || code == http.StatusTooManyRequests || code >= 500
-		wait := backoff
-		if retryAfter > 0 {
-			wait = min(retryAfter, maxBackoff)
-		}
-		if !retryable || time.Now().Add(wait).After(giveUp) || ctx.Err() != nil {
-			st.RejectedSamples += p.Samples
-			return
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
+// protocolHeader is what a sender of each protocol sets.
+var protocolHeader = map[Protocol]http.Header{
+	RW1:  {"Content-Type": {"application/x-protobuf"}, "Content-Encoding": {"snappy"}, "X-Prometheus-Remote-Write-Version": {"0.1.0"}, "User-Agent": {"weft-bench"}},
+	RW2:  {"Content-Type": {"application/x-protobuf;proto=io.prometheus.write.v2.Request"}, "Content-Encoding": {"snappy"}, "X-Prometheus-Remote-Write-Version": {"2.0.0"}, "User-Agent": {"weft-bench"}},
+	OTLP: {"Content-Type": {"application/x-protobuf"}, "Content-Encoding": {"gzip"}, "User-Agent": {"weft-bench"}},
 }
 
-// post sends p once and returns the status, the start of an error body and
-// the Retry-After delay (0 if none).
-func (r *Replayer) post(ctx context.Context, p *Payload) (int, string, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(p.Body))
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("new request: %w", err)
-	}
-	switch p.Protocol {
-	case RW1:
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("Content-Encoding", "snappy")
-		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	case RW2:
-		req.Header.Set("Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request")
-		req.Header.Set("Content-Encoding", "snappy")
-		req.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
-	case OTLP:
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	req.Header.Set("User-Agent", "weft-bench")
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("post: %w", err)
-	}
-	defer resp.Body.Close()
-	var msg []byte
-	var retryAfter time.Duration
-	if resp.StatusCode/100 != 2 {
-		msg, _ = io.ReadAll(io.LimitReader(resp.Body, 512))
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			retryAfter = time.Duration(s) * time.Second
+// send posts p, retrying 429, 5xx and network errors like a remote-write
+// queue (push.Sender), and books every attempt in st.
+func (r *Replayer) send(ctx context.Context, p *Payload, st *SendStats) {
+	s := push.Sender{Client: r.client, URL: r.url, Header: protocolHeader[p.Protocol], Policy: retryPolicy(r.RetryFor)}
+	sendCounted(ctx, &s, p.Body, p.Samples, st)
+}
+
+// retryPolicy is the harness' retry policy: backoff from minBackoff to
+// maxBackoff (or Retry-After, as long), for retryFor.
+func retryPolicy(retryFor time.Duration) push.Policy {
+	return push.Policy{RetryFor: retryFor, MinBackoff: minBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxBackoff}
+}
+
+// sendCounted posts body with s and books every attempt, and the body's n
+// items as accepted or rejected, in st.
+func sendCounted(ctx context.Context, s *push.Sender, body []byte, n int, st *SendStats) {
+	ok, last := s.Send(ctx, body, func(a push.Attempt) {
+		st.Latencies = append(st.Latencies, a.Latency)
+		st.Requests++
+		if !a.OK() {
+			st.Rejections++
 		}
+	})
+	if last != "" {
+		st.LastError = last
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(msg)), retryAfter, nil
+	if ok {
+		st.AcceptedSamples += n
+	} else {
+		st.RejectedSamples += n
+	}
 }
 
 // StepOptions bound the search for the maximum sustainable ingest rate.

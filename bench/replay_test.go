@@ -60,13 +60,7 @@ func (s *rwServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestReplayer(t *testing.T) {
-	o := tinyOptions(t)
-	o.Segments = []Segment{{RW1, 1}}
-	o.SpikeSeries = 0
-	w, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, w := tinyRW1(t)
 	seg := w.Segments[0]
 	tests := []struct {
 		name        string

@@ -136,7 +136,7 @@ func checkExpectations(ctx context.Context, t *testing.T, qc *QueryClient, seg *
 		}(), float64(ex.UtilSamples)},
 		{"GPU util series ever written", float64(list(Query{Name: "series", Kind: Series, Expr: `DCGM_FI_DEV_GPU_UTIL`, Range: 24 * time.Hour})), float64(ex.Created["DCGM_FI_DEV_GPU_UTIL"])},
 		{"e2e bucket series", float64(list(Query{Name: "buckets", Kind: Series, Expr: `vllm:e2e_request_latency_seconds_bucket`, Range: 24 * time.Hour})), float64(ex.Created["vllm:e2e_request_latency_seconds_bucket"])},
-		{"run ids", float64(list(Query{Name: "runs", Kind: LabelValues, Label: "run_id", Expr: `DCGM_FI_DEV_XID_ERRORS`, Range: 24 * time.Hour})), float64(ex.Runs)},
+		{"run ids", float64(list(Query{Name: "runs", Kind: LabelValues, Label: "run_id", Expr: `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL`, Range: 24 * time.Hour})), float64(ex.Runs)},
 	}
 	for _, tc := range tests {
 		t.Run(string(seg.Protocol)+"/"+tc.name, func(t *testing.T) {

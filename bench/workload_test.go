@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"io"
+
+	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
 func tinyOptions(tb testing.TB) WorkloadOptions {
@@ -23,6 +26,19 @@ func tinyOptions(tb testing.TB) WorkloadOptions {
 	}
 	o.Start = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
 	return o
+}
+
+// tinyRW1 is the tiny workload as one remote-write 1.0 segment, no spike.
+func tinyRW1(tb testing.TB) (WorkloadOptions, *Workload) {
+	tb.Helper()
+	o := tinyOptions(tb)
+	o.Segments = []Segment{{RW1, 1}}
+	o.SpikeSeries = 0
+	w, err := Generate(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o, w
 }
 
 func TestGenerateDeterministic(t *testing.T) {
@@ -85,13 +101,7 @@ func decodeRW1(tb testing.TB, seg *SegmentData) []prompb.TimeSeries {
 }
 
 func TestWorkloadDynamics(t *testing.T) {
-	o := tinyOptions(t)
-	o.Segments = []Segment{{RW1, 1}}
-	o.SpikeSeries = 0
-	w, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, w := tinyRW1(t)
 	seg := w.Segments[0]
 	nSteps := int(o.Duration / o.ScrapeInterval)
 	// Every active series gets one sample per scrape; rotated series add a
@@ -144,7 +154,7 @@ func TestWorkloadDynamics(t *testing.T) {
 			h.last = sample{s.Timestamp, s.Value}
 		}
 	}
-	if got, want := len(byKey), seg.Expect.Created["DCGM_FI_DEV_GPU_UTIL"]*len(gpuMetrics)+w.Replicas*SeriesPerReplica; got != want {
+	if got, want := len(byKey), seg.Expect.Created["DCGM_FI_DEV_GPU_UTIL"]*SeriesPerGPU+w.Replicas*SeriesPerReplica; got != want {
 		t.Errorf("distinct series %d, want %d", got, want)
 	}
 	if seg.Expect.Created["DCGM_FI_DEV_GPU_UTIL"] <= w.Nodes*GPUsPerNode {
@@ -226,5 +236,47 @@ func TestPayloadsDecode(t *testing.T) {
 	}
 	if w.Spike == nil || w.SpikeSeries < o.SpikeSeries {
 		t.Fatalf("spike of %d series, want >= %d", w.SpikeSeries, o.SpikeSeries)
+	}
+}
+
+// TestGPUFamiliesAreTheAgents checks that every GPU metric name the
+// workload sends is one weft-agent exports (through the shared generator,
+// whose own test holds its family table to gpuagent.AllMetrics), and that
+// every GPU sends each of its families once per scrape.
+func TestGPUFamiliesAreTheAgents(t *testing.T) {
+	_, w := tinyRW1(t)
+	agent := map[string]bool{}
+	for _, f := range gputelemetry.Families() {
+		agent[f.Name] = true
+	}
+	perGPU := map[string]map[string]bool{} // UUID -> names
+	for _, ts := range decodeRW1(t, w.Segments[0]) {
+		var name, uuid string
+		for _, l := range ts.Labels {
+			switch l.Name {
+			case "__name__":
+				name = l.Value
+			case "UUID":
+				uuid = l.Value
+			}
+		}
+		if strings.HasPrefix(name, "vllm:") {
+			continue
+		}
+		if !agent[name] {
+			t.Errorf("GPU series %s: weft-agent exports no such family", name)
+		}
+		if perGPU[uuid] == nil {
+			perGPU[uuid] = map[string]bool{}
+		}
+		perGPU[uuid][name] = true
+	}
+	for uuid, names := range perGPU {
+		if len(names) != SeriesPerGPU {
+			t.Fatalf("GPU %s sends %d families, want %d", uuid, len(names), SeriesPerGPU)
+		}
+	}
+	if len(perGPU) < w.Nodes*GPUsPerNode {
+		t.Fatalf("%d GPUs sent series, want %d", len(perGPU), w.Nodes*GPUsPerNode)
 	}
 }

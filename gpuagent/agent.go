@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,17 @@ type source interface {
 	Events() <-chan Event
 	Close() error
 }
+
+// windowed is implemented by a source with figures computed between two
+// collections (NVML GPM's profiling metrics): -once then collects twice,
+// onceWindow apart, and prints the second.
+type windowed interface {
+	NeedsWindow() bool
+}
+
+// onceWindow is the span between the two collections of -once on a GPU with
+// GPM: well above NVML's 100 ms counter refresh, short enough for a check.
+const onceWindow = time.Second
 
 // Agent ties a source to the exporters. New → Start → Stop, or Run.
 type Agent struct {
@@ -42,6 +54,10 @@ type Agent struct {
 	mu   sync.Mutex // guards last
 	last []Series
 
+	// instance is the instance label of pushed series; set by newAgent and
+	// by Start (the bound port), before the loops start.
+	instance []Label
+
 	// collectMu serialises the users of src and work (not safe for
 	// concurrent use): collections and event rendering.
 	collectMu sync.Mutex
@@ -55,6 +71,9 @@ type Agent struct {
 
 	// Stdout receives the Once output (default os.Stdout).
 	Stdout io.Writer
+	// onceWindow is the wait between the two collections of -once when the
+	// source is windowed (tests shorten it).
+	onceWindow time.Duration
 }
 
 func (o *Options) fill() {
@@ -101,6 +120,9 @@ func (o *Options) validate() error {
 	if o.Output != "text" && o.Output != "json" {
 		return fmt.Errorf("unknown output %q (want text or json)", o.Output)
 	}
+	if err := o.Client.validate(); err != nil {
+		return fmt.Errorf("client options: %w", err)
+	}
 	return nil
 }
 
@@ -110,21 +132,36 @@ func newAgent(opts Options, src source) (*Agent, error) {
 		return nil, err
 	}
 	log := discardLogger(opts.Logger)
-	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout}
+	a := &Agent{opts: opts, log: log, src: src, Stdout: os.Stdout, onceWindow: onceWindow}
+	a.setInstance(opts.ListenAddr)
 	a.reg = NewRegistry(opts.RegistrationTTL, nil)
 	a.pods = NewPodResources(opts.PodResourcesSocket)
 	a.work = NewWorkloads(opts.ProcRoot, a.reg, a.pods, log)
 	a.render = &Renderer{Naming: opts.Naming, Hostname: opts.Hostname, Attr: a.work}
-	if opts.RemoteWriteURL != "" && !opts.Once {
+	pushRW := opts.RemoteWriteURL != "" && !opts.Once
+	if !pushRW && opts.LokiURL == "" {
+		return a, nil
+	}
+	rt, err := newPushTransport(opts.Client)
+	if err != nil {
+		return nil, fmt.Errorf("client options: %w", err)
+	}
+	for _, u := range []string{opts.RemoteWriteURL, opts.LokiURL} {
+		if opts.Client.credentials() && strings.HasPrefix(u, "http://") {
+			log.Warn("credentials_sent_without_tls: use an https:// URL so they are not readable on the wire", "url", u)
+		}
+	}
+	if pushRW {
 		q, err := OpenQueue(opts.QueueDir, opts.QueueMaxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("open queue: %w", err)
 		}
 		a.queue = q
-		a.sender = NewSender(q, SenderOptions{URL: opts.RemoteWriteURL, Logger: log})
+		a.sender = NewSender(q, SenderOptions{URL: opts.RemoteWriteURL, Logger: log,
+			Client: &http.Client{Transport: rt, Timeout: remoteWriteTimeout}})
 	}
 	if opts.LokiURL != "" {
-		a.loki = NewLokiPusher(opts.LokiURL, nil)
+		a.loki = NewLokiPusher(opts.LokiURL, &http.Client{Transport: rt, Timeout: lokiPushTimeout})
 		a.lokiCh = make(chan EventLine, eventBufferLoki)
 	}
 	return a, nil
@@ -182,7 +219,7 @@ func (a *Agent) CollectOnce(ctx context.Context) []Series {
 	a.last = series
 	a.mu.Unlock()
 	if a.queue != nil {
-		if data, err := EncodeRW2(series, snap.Time); err != nil {
+		if data, err := EncodeRW2Labels(series, snap.Time, a.instance); err != nil {
 			a.log.Error("encode_remote_write_failed", "err", err)
 		} else if err := a.queue.Push(data); err != nil {
 			a.log.Error("queue_push_failed", "err", err)
@@ -202,6 +239,7 @@ func (a *Agent) Start(ctx context.Context) error {
 			return fmt.Errorf("listen %s: %w", a.opts.ListenAddr, err)
 		}
 		a.ln = ln
+		a.setInstance(ln.Addr().String())
 		a.srv = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		a.wg.Add(1)
 		go func() {
@@ -231,6 +269,16 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.loop(ctx)
 	}()
 	return nil
+}
+
+// setInstance sets the instance label from Options.Instance or, when that
+// is empty, from the address the listener is (to be) bound to.
+func (a *Agent) setInstance(listenAddr string) {
+	v := a.opts.Instance
+	if v == "" {
+		v = defaultInstance(listenAddr, a.opts.Hostname)
+	}
+	a.instance = []Label{{instanceLabel, v}}
 }
 
 // Addr returns the bound listener address, or "".
@@ -360,6 +408,13 @@ func (a *Agent) run(ctx context.Context) error {
 	if a.opts.Once {
 		defer a.src.Close()
 		series := a.CollectOnce(ctx)
+		if w, ok := a.src.(windowed); ok && w.NeedsWindow() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(a.onceWindow):
+				series = a.CollectOnce(ctx)
+			}
+		}
 		return writeOnce(a.Stdout, a.opts.Output, series)
 	}
 	if err := a.Start(ctx); err != nil {

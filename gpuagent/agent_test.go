@@ -101,7 +101,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		// GPU 0 carries the pod from the kubelet and the run from /proc.
 		`container="pytorch",container_id="` + strings.Repeat("a1", 32) + `",dataset="c4",device="nvidia0",gpu="0",gpu_uuid="` + u0 + `",local_rank="1",model="llama-3-8b",modelName=`,
 		`namespace="ml",pci_bus_id="00000000:10:00.0",pod="trainer-0",pod_uid="1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901",rank="3",run_id="run-llama-7"} 5`,
-		`weft_gpu_process_memory_used{Hostname="node-1",`,
+		`weft_gpu_process_memory_used{DCGM_FI_DRIVER_VERSION="550.54.15",Hostname="node-1",`,
 		"gpu_agent_queue_bytes",
 	} {
 		if !strings.Contains(body, want) {
@@ -119,6 +119,18 @@ func TestAgentEndToEnd(t *testing.T) {
 	}
 	if !found {
 		t.Error("remote-written GPU 0 utilization lacks its workload context")
+	}
+	// Pushed series carry instance as a scrape of the agent would name it
+	// (loopback listener: the hostname and the bound port); /metrics does
+	// not, a scraper adds its own.
+	_, port, _ := strings.Cut(a.Addr(), ":")
+	for _, s := range rw.samples() {
+		if s.labels["instance"] != "node-1:"+port {
+			t.Fatalf("pushed %s has instance %q, want node-1:%s", s.labels["__name__"], s.labels["instance"], port)
+		}
+	}
+	if strings.Contains(body, "instance=") {
+		t.Error("/metrics carries an instance label")
 	}
 
 	// A training process registers its context over HTTP.
@@ -172,7 +184,7 @@ func TestAgentNoDriver(t *testing.T) {
 func TestRunOnce(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			n := newMockNode(t, "dgxa100")
+			n := newMockNode(t, "dgxh100")
 			opts := DefaultOptions()
 			opts.Once = true
 			opts.Output = format
@@ -184,8 +196,14 @@ func TestRunOnce(t *testing.T) {
 			}
 			var out bytes.Buffer
 			a.Stdout = &out
+			a.onceWindow = 2 * gpmMinWindow
 			if err := a.run(context.Background()); err != nil {
 				t.Fatal(err)
+			}
+			// On Hopper -once waits for a GPM window, so the profiling
+			// figures are in its output.
+			if !strings.Contains(out.String(), "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") {
+				t.Errorf("-once output lacks the GPM figures:\n%s", grep(out.String(), "PROF"))
 			}
 			switch format {
 			case "text":

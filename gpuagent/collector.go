@@ -28,12 +28,22 @@ type Collector struct {
 	nextInit time.Time
 	loggedNo bool
 
-	mu       sync.Mutex // guards xid, infos, errors (shared with the event loop)
+	mu       sync.Mutex // guards xid, lastXID, infos, errors (shared with the event loop)
 	xid      map[string]map[uint64]uint64
+	lastXID  map[string]uint64 // GPU UUID → code of its latest XID
 	infos    map[string]GPUInfo
 	errors   map[string]uint64
 	lastSeen map[string]uint64 // GPU UUID → last process-utilization timestamp
 	symbols  map[string]bool   // LookupSymbol results; reset on every Init
+
+	// driverVersion is read once per Init (the DCGM_FI_DRIVER_VERSION label).
+	driverVersion string
+
+	// GPM (profiling metrics) state, owned by the collection goroutine.
+	gpm       map[string]*gpmState // GPU UUID → sampling state; freed by Close
+	gpmNew    []gpmNote            // GPUs found without GPM, not yet logged
+	gpmLogged map[int]bool         // GPU indexes already logged as without GPM
+	gpmReq    nvml.GpmMetricsGetType
 
 	events     chan Event
 	stopEvents context.CancelFunc
@@ -56,8 +66,9 @@ func NewCollector(lib nvml.Interface, log *slog.Logger, now func() time.Time) *C
 	}
 	return &Collector{
 		lib: lib, log: discardLogger(log), now: now,
-		xid: map[string]map[uint64]uint64{}, infos: map[string]GPUInfo{},
+		xid: map[string]map[uint64]uint64{}, lastXID: map[string]uint64{}, infos: map[string]GPUInfo{},
 		errors: map[string]uint64{}, lastSeen: map[string]uint64{},
+		gpm: map[string]*gpmState{}, gpmLogged: map[int]bool{},
 		events: make(chan Event, eventBuffer),
 	}
 }
@@ -91,7 +102,11 @@ func (c *Collector) tryInit() {
 	}
 	c.up, c.backoff, c.loggedNo = true, 0, false
 	c.symbols = map[string]bool{}
-	c.log.Info("nvml_initialised")
+	c.driverVersion = ""
+	if v, ret := c.lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		c.driverVersion = v
+	}
+	c.log.Info("nvml_initialised", "driver_version", c.driverVersion)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopEvents = cancel
 	c.eventsDone = make(chan struct{})
@@ -108,6 +123,7 @@ func (c *Collector) Close() error {
 	}
 	c.stopEvents()
 	<-c.eventsDone
+	c.freeGPM()
 	c.up = false
 	if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml shutdown: %s", retName(ret))
@@ -136,6 +152,7 @@ func (c *Collector) Collect(ctx context.Context) Snapshot {
 		}
 		snap.GPUs = append(snap.GPUs, c.collectGPU(i))
 	}
+	c.gpmReport()
 	c.mu.Lock()
 	snap.Errors = make(map[string]uint64, len(c.errors))
 	for k, v := range c.errors {
@@ -204,10 +221,10 @@ func (c *Collector) collectGPU(i int) GPUSnapshot {
 	}
 	c.identify(g)
 	steps := []func(*Collector, *gpuRun){
-		(*Collector).utilization, (*Collector).memory, (*Collector).thermal,
+		(*Collector).utilization, (*Collector).profiling, (*Collector).memory, (*Collector).thermal,
 		(*Collector).power, (*Collector).clocks, (*Collector).pcie,
 		(*Collector).nvlinkStates, (*Collector).fieldValues, (*Collector).ecc,
-		(*Collector).rowsAndPages, (*Collector).mig, (*Collector).processes,
+		(*Collector).rowsAndPages, (*Collector).vgpuLicense, (*Collector).mig, (*Collector).processes,
 	}
 	for _, step := range steps {
 		if g.lost {
@@ -225,7 +242,9 @@ func (c *Collector) collectGPU(i int) GPUSnapshot {
 	for code, n := range c.xid[snap.Info.UUID] {
 		g.add(MetricXIDErrors, float64(n), Label{"xid", fmt.Sprint(code)})
 	}
+	last := c.lastXID[snap.Info.UUID]
 	c.mu.Unlock()
+	g.add(MetricXIDLast, float64(last), Label{"err_code", fmt.Sprint(last)}, Label{"err_msg", xidErrMsg(last)})
 	return snap
 }
 
@@ -244,6 +263,7 @@ func (c *Collector) fillKnownInfo(s *GPUSnapshot) {
 
 func (c *Collector) identify(g *gpuRun) {
 	info := &g.snap.Info
+	info.DriverVersion = c.driverVersion
 	if v, ret := g.dev.GetUUID(); g.ok("GetUUID", ret) {
 		info.UUID = v
 	}
@@ -292,6 +312,7 @@ func (c *Collector) memory(g *gpuRun) {
 			g.add(MetricFBUsed, float64(m.Used/mib))
 			g.add(MetricFBFree, float64(m.Free/mib))
 			g.add(MetricFBTotal, float64(m.Total/mib))
+			g.add(MetricFBReserved, float64(m.Reserved/mib))
 		}
 		return
 	}
@@ -450,6 +471,26 @@ func (c *Collector) rowsAndPages(g *gpuRun) {
 	}
 	if st, ret := g.dev.GetRetiredPagesPendingStatus(); g.ok("GetRetiredPagesPendingStatus", ret) {
 		g.add(MetricRetiredPending, b2f(st == nvml.FEATURE_ENABLED))
+	}
+}
+
+// vgpuLicense reports DCGM_FI_DEV_VGPU_LICENSE_STATUS as DCGM computes it:
+// 0 where the GPU has no GRID licensing (bare metal), else whether the vGPU
+// feature is licensed; omitted when NVML answers nothing.
+func (c *Collector) vgpuLicense(g *gpuRun) {
+	f, ret := g.dev.GetGridLicensableFeatures()
+	if !g.ok("GetGridLicensableFeatures", ret) {
+		return
+	}
+	if f.IsGridLicenseSupported == 0 {
+		g.add(MetricVGPULicense, 0)
+		return
+	}
+	for _, feat := range f.GridLicensableFeatures[:min(int(f.LicensableFeaturesCount), len(f.GridLicensableFeatures))] {
+		if nvml.GridLicenseFeatureCode(feat.FeatureCode) == nvml.GRID_LICENSE_FEATURE_CODE_VGPU {
+			g.add(MetricVGPULicense, b2f(feat.FeatureState > 0))
+			return
+		}
 	}
 }
 

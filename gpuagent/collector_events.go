@@ -73,6 +73,7 @@ func (c *Collector) handleEvent(d nvml.EventData) {
 			c.xid[uuid] = map[uint64]uint64{}
 		}
 		c.xid[uuid][d.EventData]++
+		c.lastXID[uuid] = d.EventData
 	case nvml.EventTypeSingleBitEccError:
 		kind = EventECCSBE
 	case nvml.EventTypeDoubleBitEccError:

@@ -21,6 +21,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 func TestMain(m *testing.M) {
+	// BenchmarkAgentFootprint re-executes this binary as the measured agent.
+	if cfg := os.Getenv(footprintChildEnv); cfg != "" {
+		os.Exit(footprintChild(cfg))
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -83,7 +87,12 @@ func TestGoldenExposition(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			n := newMockNode(t, tc.node)
 			n.gpus[1].reasons = 0x4 | 0x40 // sw power cap + hw thermal slowdown
-			c := newTestCollector(t, n, nil)
+			clk := newClock()
+			c := newTestCollector(t, n, clk)
+			// Two collections an interval apart: GPM figures (Hopper) need
+			// the window between two samples.
+			c.Collect(context.Background())
+			clk.Advance(10 * time.Second)
 			snap := c.Collect(context.Background())
 			if !snap.NVMLUp || len(snap.GPUs) != 8 {
 				t.Fatalf("up=%v gpus=%d, want up and 8 GPUs", snap.NVMLUp, len(snap.GPUs))
@@ -129,6 +138,7 @@ func TestUnitConversions(t *testing.T) {
 		{"fb used bytes to MiB", MetricFBUsed, nil, 3 * 1024},
 		{"fb total bytes to MiB", MetricFBTotal, nil, 40 * 1024},
 		{"fb free excludes reserved", MetricFBFree, nil, 40*1024 - 3*1024 - 512},
+		{"fb reserved bytes to MiB", MetricFBReserved, nil, 512},
 		{"sm clock MHz", MetricSMClock, nil, 1410},
 		{"gpu util percent", MetricGPUUtil, nil, 25},
 		{"memory temperature from field value", MetricMemTemp, nil, 52},
@@ -255,7 +265,7 @@ func TestGPULost(t *testing.T) {
 		}
 	}
 	text := renderText(t, snap, NamingDCGM)
-	want := `gpu_agent_gpu_failed{Hostname="node-1",UUID="` + first.GPUs[6].Info.UUID + `"`
+	want := `gpu_agent_gpu_failed{DCGM_FI_DRIVER_VERSION="550.54.15",Hostname="node-1",UUID="` + first.GPUs[6].Info.UUID + `"`
 	if !strings.Contains(text, want) || !strings.Contains(text, "gpu_agent_nvml_up 1") {
 		t.Errorf("exposition lacks failed gauge %q:\n%s", want, text[:min(len(text), 2000)])
 	}
@@ -371,6 +381,13 @@ func TestXIDEventsCountRepeats(t *testing.T) {
 	if _, ok := sampleValue(snap, 4, MetricXIDErrors); ok {
 		t.Error("xid counted on the wrong GPU")
 	}
+	// dcgm-exporter's gauge: the last XID, labelled with its code and text.
+	if v, ok := sampleValue(snap, 3, MetricXIDLast, Label{"err_code", "48"}, Label{"err_msg", "double bit ECC error"}); !ok || v != 48 {
+		t.Errorf("last xid on gpu 3 = %v (present %v), want 48", v, ok)
+	}
+	if v, ok := sampleValue(snap, 4, MetricXIDLast, Label{"err_code", "0"}, Label{"err_msg", "No Error"}); !ok || v != 0 {
+		t.Errorf("last xid on gpu 4 = %v (present %v), want 0 / No Error", v, ok)
+	}
 	for i := range n.srv.Devices {
 		if m := n.registered(i); m != eventMask {
 			t.Errorf("gpu %d registered mask %#x, want %#x", i, m, eventMask)
@@ -417,7 +434,7 @@ func TestProcessesAndUtilization(t *testing.T) {
 		}
 	}
 	text := renderText(t, snap, NamingDCGM)
-	if !strings.Contains(text, `weft_gpu_process_memory_used{Hostname="node-1",UUID="GPU-00000002-0000-4000-8000-000000000002",device="nvidia2",gpu="2",gpu_uuid="GPU-00000002-0000-4000-8000-000000000002",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:12:00.0",pid="4242"} 10240`) {
+	if !strings.Contains(text, `weft_gpu_process_memory_used{DCGM_FI_DRIVER_VERSION="550.54.15",Hostname="node-1",UUID="GPU-00000002-0000-4000-8000-000000000002",device="nvidia2",gpu="2",gpu_uuid="GPU-00000002-0000-4000-8000-000000000002",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:12:00.0",pid="4242"} 10240`) {
 		t.Errorf("per-process series missing:\n%s", grep(text, "process"))
 	}
 }
@@ -456,10 +473,10 @@ func TestMIG(t *testing.T) {
 	snap := c.Collect(context.Background())
 	text := renderText(t, snap, NamingDCGM)
 	for _, want := range []string{
-		`weft_gpu_mig_instance_info{GPU_CI_ID="0",GPU_I_ID="1",GPU_I_PROFILE="3g.20gb",`,
-		`weft_gpu_mig_fb_used{GPU_CI_ID="0",GPU_I_ID="2",GPU_I_PROFILE="1g.5gb",`,
+		`weft_gpu_mig_instance_info{DCGM_FI_DRIVER_VERSION="550.54.15",GPU_CI_ID="0",GPU_I_ID="1",GPU_I_PROFILE="3g.20gb",`,
+		`weft_gpu_mig_fb_used{DCGM_FI_DRIVER_VERSION="550.54.15",GPU_CI_ID="0",GPU_I_ID="2",GPU_I_PROFILE="1g.5gb",`,
 		`mig_uuid="MIG-bbbb"`,
-		`weft_gpu_process_memory_used{GPU_CI_ID="0",GPU_I_ID="1",`,
+		`weft_gpu_process_memory_used{DCGM_FI_DRIVER_VERSION="550.54.15",GPU_CI_ID="0",GPU_I_ID="1",`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %s in:\n%s", want, grep(text, "mig"))
@@ -536,5 +553,33 @@ func TestSymbolFallbacks(t *testing.T) {
 			}
 			tc.check(t, n, snap)
 		})
+	}
+}
+
+func TestVGPULicenseStatus(t *testing.T) {
+	lic := func(state uint32) *nvml.GridLicensableFeatures {
+		f := &nvml.GridLicensableFeatures{IsGridLicenseSupported: 1, LicensableFeaturesCount: 2}
+		f.GridLicensableFeatures[0] = nvml.GridLicensableFeature{FeatureCode: uint32(nvml.GRID_LICENSE_FEATURE_CODE_NVIDIA_RTX), FeatureState: 1}
+		f.GridLicensableFeatures[1] = nvml.GridLicensableFeature{FeatureCode: uint32(nvml.GRID_LICENSE_FEATURE_CODE_VGPU), FeatureState: state}
+		return f
+	}
+	n := newMockNode(t, "dgxh100")
+	n.gpus[1].license = lic(1)
+	n.gpus[2].license = lic(0)
+	n.gpus[3].license = &nvml.GridLicensableFeatures{IsGridLicenseSupported: 1} // no vGPU feature listed
+	n.gpus[4].setErr("GetGridLicensableFeatures", nvml.ERROR_NOT_SUPPORTED)
+	snap := newTestCollector(t, n, nil).Collect(context.Background())
+	for _, tc := range []struct {
+		gpu     int
+		want    float64
+		present bool
+	}{{0, 0, true}, {1, 1, true}, {2, 0, true}, {3, 0, false}, {4, 0, false}} {
+		v, ok := sampleValue(snap, tc.gpu, MetricVGPULicense)
+		if ok != tc.present || v != tc.want {
+			t.Errorf("gpu %d: license status %v (present %v), want %v (present %v)", tc.gpu, v, ok, tc.want, tc.present)
+		}
+	}
+	if len(snap.Errors) != 0 {
+		t.Errorf("errors: %v", snap.Errors)
 	}
 }

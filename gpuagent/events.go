@@ -47,6 +47,19 @@ var xidDescriptions = map[uint64]string{
 	120: "GSP error",
 }
 
+// xidErrMsg is the err_msg label of DCGM_FI_DEV_XID_ERRORS: "No Error" for
+// 0 as dcgm-exporter writes it, weft's short meaning for the XIDs it knows,
+// else "Unknown Error".
+func xidErrMsg(code uint64) string {
+	if code == 0 {
+		return "No Error"
+	}
+	if d, ok := xidDescriptions[code]; ok {
+		return d
+	}
+	return "Unknown Error"
+}
+
 // Message is the log line of e.
 func (e Event) Message() string {
 	switch e.Kind {

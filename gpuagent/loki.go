@@ -22,7 +22,7 @@ type LokiPusher struct {
 // NewLokiPusher returns a pusher for the Loki-compatible server at base.
 func NewLokiPusher(base string, client *http.Client) *LokiPusher {
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		client = &http.Client{Timeout: lokiPushTimeout}
 	}
 	return &LokiPusher{url: strings.TrimRight(base, "/") + "/loki/api/v1/push", client: client}
 }

@@ -89,6 +89,8 @@ var (
 		Help: "Framebuffer memory free (in MiB)."}
 	MetricFBTotal = &MetricDef{DCGM: "DCGM_FI_DEV_FB_TOTAL", OTel: "hw.gpu.memory.limit", Type: Gauge, Unit: "MiB", OTelUnit: "By", OTelScale: 1 << 20,
 		Help: "Framebuffer memory total (in MiB)."}
+	MetricFBReserved = &MetricDef{DCGM: "DCGM_FI_DEV_FB_RESERVED", OTel: "hw.gpu.memory.reserved", Type: Gauge, Unit: "MiB", OTelUnit: "By", OTelScale: 1 << 20,
+		Help: "Framebuffer memory reserved (in MiB)."}
 
 	MetricGPUTemp = &MetricDef{DCGM: "DCGM_FI_DEV_GPU_TEMP", OTel: "hw.gpu.temperature", Type: Gauge, Unit: "C", OTelUnit: "Cel", OTelExtra: []Label{{"sensor", "gpu"}},
 		Help: "GPU temperature (in C)."}
@@ -167,6 +169,13 @@ var (
 
 	MetricXIDErrors = &MetricDef{DCGM: "weft_gpu_xid_errors_total", OTel: "hw.gpu.xid.errors", Type: Counter, Unit: "1", OTelUnit: "{event}",
 		Help: "XID events seen since the agent started, per XID code (a counter, so repeats are visible)."}
+	// MetricXIDLast is dcgm-exporter's last-value XID gauge, kept beside
+	// weft's counter for dashboards built on it: 0 until the first XID.
+	MetricXIDLast = &MetricDef{DCGM: "DCGM_FI_DEV_XID_ERRORS", OTel: "hw.gpu.xid.last", Type: Gauge, Unit: "1", OTelUnit: "1",
+		Help: "Value of the last XID error encountered."}
+
+	MetricVGPULicense = &MetricDef{DCGM: "DCGM_FI_DEV_VGPU_LICENSE_STATUS", OTel: "hw.gpu.vgpu.license.status", Type: Gauge, Unit: "bool", OTelUnit: "1",
+		Help: "vGPU License status"}
 
 	MetricMIGInstance = &MetricDef{DCGM: "weft_gpu_mig_instance_info", OTel: "hw.gpu.mig.instance", Type: Gauge, Unit: "1", OTelUnit: "1",
 		Help: "One series per MIG device (GPU instance / compute instance) with its profile; value 1."}
@@ -182,18 +191,23 @@ var (
 
 	MetricGPUFailed = &MetricDef{DCGM: "gpu_agent_gpu_failed", OTel: "gpu_agent_gpu_failed", Type: Gauge, Unit: "bool",
 		Help: "1 when the GPU fell off the bus or stopped answering NVML (ERROR_GPU_IS_LOST), else 0."}
+	MetricGPMSupported = &MetricDef{DCGM: "gpu_agent_gpm_supported", OTel: "gpu_agent_gpm_supported", Type: Gauge, Unit: "bool",
+		Help: "1 when the GPU supports NVML GPM (Hopper and newer), so DCGM_FI_PROF_* are collected for it, else 0."}
 )
 
 // otelFamilyHelp is the HELP of OTel families that several defs share (the
 // constant attributes tell the members apart), so one family has one HELP.
 var otelFamilyHelp = map[string]string{
-	"hw.gpu.utilization":          "Fraction of time the GPU engine named by hw.gpu.task was busy.",
-	"hw.gpu.temperature":          "GPU temperature per sensor (gpu, memory).",
-	"hw.gpu.clock.frequency":      "Current clock frequency per clock domain (sm, memory).",
-	"hw.gpu.pcie.throughput":      "PCIe throughput per direction as NVML samples it (20 ms window).",
-	"hw.errors":                   "Number of errors encountered by the component (hw.type gpu: ECC, by error.type and ecc.scope; hw.type nvlink: by error.type).",
-	"hw.gpu.memory.remapped_rows": "Number of remapped memory rows per error type.",
-	"hw.gpu.memory.retired_pages": "Number of retired memory pages per cause.",
+	"hw.gpu.utilization":            "Fraction of time the GPU engine named by hw.gpu.task was busy.",
+	"hw.gpu.temperature":            "GPU temperature per sensor (gpu, memory).",
+	"hw.gpu.clock.frequency":        "Current clock frequency per clock domain (sm, memory).",
+	"hw.gpu.pcie.throughput":        "PCIe throughput per direction as NVML samples it (20 ms window).",
+	"hw.errors":                     "Number of errors encountered by the component (hw.type gpu: ECC, by error.type and ecc.scope; hw.type nvlink: by error.type).",
+	"hw.gpu.memory.remapped_rows":   "Number of remapped memory rows per error type.",
+	"hw.gpu.memory.retired_pages":   "Number of retired memory pages per cause.",
+	"hw.gpu.prof.pipe.active":       "Fraction of cycles the pipe named by pipe was active, from NVML GPM (DCGM_FI_PROF_PIPE_*_ACTIVE).",
+	"hw.gpu.prof.pcie.throughput":   "PCIe throughput per direction from NVML GPM, averaged over the collection interval (DCGM_FI_PROF_PCIE_*_BYTES).",
+	"hw.gpu.prof.nvlink.throughput": "NVLink throughput over all links per direction from NVML GPM, averaged over the collection interval (DCGM_FI_PROF_NVLINK_*_BYTES).",
 }
 
 // HelpFor returns the HELP text of d under naming n.
@@ -232,7 +246,7 @@ var (
 // tests.
 var AllMetrics = []*MetricDef{
 	MetricGPUUtil, MetricMemCopyUtil, MetricEncUtil, MetricDecUtil,
-	MetricFBUsed, MetricFBFree, MetricFBTotal,
+	MetricFBUsed, MetricFBFree, MetricFBTotal, MetricFBReserved,
 	MetricGPUTemp, MetricMemTemp, MetricSlowdownTemp,
 	MetricPower, MetricPowerLimit, MetricEnergy,
 	MetricSMClock, MetricMemClock,
@@ -243,8 +257,13 @@ var AllMetrics = []*MetricDef{
 	MetricECCSBEVol, MetricECCDBEVol, MetricECCSBEAgg, MetricECCDBEAgg,
 	MetricRemapCorr, MetricRemapUnc, MetricRemapPending, MetricRemapFailure,
 	MetricRetiredSBE, MetricRetiredDBE, MetricRetiredPending,
-	MetricXIDErrors, MetricMIGInstance, MetricMIGFBUsed,
+	MetricXIDErrors, MetricXIDLast, MetricVGPULicense,
+	MetricProfGrEngineActive, MetricProfSMActive, MetricProfSMOccupancy, MetricProfDRAMActive,
+	MetricProfTensorActive, MetricProfTensorDFMAActive, MetricProfTensorHMMAActive, MetricProfTensorIMMAActive,
+	MetricProfFP64Active, MetricProfFP32Active, MetricProfFP16Active, MetricProfIntActive,
+	MetricProfPCIeTxBytes, MetricProfPCIeRxBytes, MetricProfNVLinkTxBytes, MetricProfNVLinkRxBytes,
+	MetricMIGInstance, MetricMIGFBUsed,
 	MetricProcessMemory, MetricProcessSMUtil, MetricProcessMemUtil,
-	MetricGPUFailed, MetricNVMLUp, MetricCollectErrors,
+	MetricGPUFailed, MetricGPMSupported, MetricNVMLUp, MetricCollectErrors,
 	MetricQueueBytes, MetricQueueDropped, MetricQueueDroppedSegments, MetricSendFailures, MetricLokiFailures,
 }

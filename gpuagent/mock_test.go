@@ -29,6 +29,10 @@ type fakeGPU struct {
 	errs       map[string]nvml.Return // per call name
 	links      int
 	migDevices []nvml.Device
+	gpm        bool                         // NVML GPM supported (Hopper and newer)
+	gpmSeq     int                          // samples taken, to check window order
+	gpmMissing map[uint32]bool              // GPM metric IDs answered NOT_SUPPORTED
+	license    *nvml.GridLicensableFeatures // nil: bare metal (no GRID licensing)
 }
 
 func (f *fakeGPU) err(call string) nvml.Return {
@@ -58,10 +62,24 @@ type mockNode struct {
 	missing map[string]bool // symbols LookupSymbol reports missing
 	mu      sync.Mutex
 	regs    map[int]uint64 // GPU index → registered event mask
+	// gpmAllocs and gpmFrees count GPM sample buffers (guarded by mu).
+	gpmAllocs, gpmFrees int
+	// eventWait is how long an event-set Wait blocks without an event:
+	// short in tests (Close waits for it), the requested time in the
+	// footprint run (as the driver blocks).
+	eventWait func(ms uint32) time.Duration
 }
 
 func newMockNode(tb testing.TB, kind string) *mockNode {
 	tb.Helper()
+	n, err := newMockNodeKind(kind)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+func newMockNodeKind(kind string) (*mockNode, error) {
 	var srv *server.Server
 	links := 12
 	switch kind {
@@ -71,12 +89,13 @@ func newMockNode(tb testing.TB, kind string) *mockNode {
 		srv = dgxh100.New()
 		links = 18
 	default:
-		tb.Fatalf("unknown node %q", kind)
+		return nil, fmt.Errorf("unknown node %q", kind)
 	}
 	n := &mockNode{srv: srv, events: make(chan nvml.EventData, 16), regs: map[int]uint64{},
 		// GetTemperatureV returns a handle bound to the real library, which a
 		// mock cannot provide; report it missing so the fallback is used.
-		missing: map[string]bool{"nvmlDeviceGetTemperatureV": true}}
+		missing:   map[string]bool{"nvmlDeviceGetTemperatureV": true},
+		eventWait: func(uint32) time.Duration { return 5 * time.Millisecond }}
 	srv.LookupSymbolFunc = func(s string) error {
 		if n.missing[s] {
 			return errors.New("symbol not found")
@@ -90,7 +109,7 @@ func newMockNode(tb testing.TB, kind string) *mockNode {
 				select {
 				case d := <-n.events:
 					return d, nvml.SUCCESS
-				case <-time.After(5 * time.Millisecond):
+				case <-time.After(n.eventWait(ms)):
 					return nvml.EventData{}, nvml.ERROR_TIMEOUT
 				}
 			},
@@ -100,11 +119,13 @@ func newMockNode(tb testing.TB, kind string) *mockNode {
 		dev := d.(*server.Device)
 		dev.UUID = fmt.Sprintf("GPU-%08d-0000-4000-8000-%012d", i, i)
 		dev.PciBusID = fmt.Sprintf("00000000:%02X:00.0", 0x10+i)
-		f := &fakeGPU{energyMJ: 1_000_000 * uint64(i+1), links: links}
+		arch, _ := dev.GetArchitecture()
+		f := &fakeGPU{energyMJ: 1_000_000 * uint64(i+1), links: links, gpm: arch >= nvml.DEVICE_ARCH_HOPPER}
 		n.gpus = append(n.gpus, f)
 		n.stub(i, dev, f)
 	}
-	return n
+	n.stubGPM()
+	return n, nil
 }
 
 func (n *mockNode) stub(i int, d *server.Device, f *fakeGPU) {
@@ -247,6 +268,14 @@ func (n *mockNode) stub(i int, d *server.Device, f *fakeGPU) {
 		}
 		return f.migDevices[k], nvml.SUCCESS
 	}
+	d.GetGridLicensableFeaturesFunc = func() (nvml.GridLicensableFeatures, nvml.Return) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.license == nil {
+			return nvml.GridLicensableFeatures{}, f.errs["GetGridLicensableFeatures"]
+		}
+		return *f.license, nvml.SUCCESS
+	}
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return nvml.EventTypeAll, nvml.SUCCESS }
 	d.RegisterEventsFunc = func(mask uint64, _ nvml.EventSet) nvml.Return {
 		n.mu.Lock()
@@ -337,4 +366,121 @@ func newTestCollector(tb testing.TB, n *mockNode, clk *fixedClock) *Collector {
 	c := NewCollector(n.srv, nil, clk.Now)
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// fakeGPMSample is a GPM sample buffer of the mock: which GPU it was taken
+// on and in what order, so GpmMetricsGet can check it got two samples of one
+// GPU, oldest first.
+type fakeGPMSample struct {
+	dev   int // -1 until taken
+	seq   int
+	freed bool
+}
+
+// The collector uses the library-level GPM calls; the sample's own methods
+// are never called.
+func (s *fakeGPMSample) Free() nvml.Return                   { return nvml.ERROR_NOT_SUPPORTED }
+func (s *fakeGPMSample) Get(nvml.Device) nvml.Return         { return nvml.ERROR_NOT_SUPPORTED }
+func (s *fakeGPMSample) MigGet(nvml.Device, int) nvml.Return { return nvml.ERROR_NOT_SUPPORTED }
+
+// gpmPercent and gpmMiBs are the values the mock's GPM reports on GPU i:
+// percentages for the utilization metrics, MiB/s for throughputs.
+func gpmPercent(id nvml.GpmMetricId, i int) float64 { return float64(int(id)*3 + i) }
+func gpmMiBs(id nvml.GpmMetricId, i int) float64    { return 1000*float64(id) + 0.5 + float64(i) }
+
+func (n *mockNode) index(d nvml.Device) int {
+	for i, dev := range n.srv.Devices {
+		if dev == d {
+			return i
+		}
+	}
+	return -1
+}
+
+// stubGPM stubs NVML's GPM calls: support per GPU from fakeGPU.gpm, sample
+// buffers counted so tests see every one freed, and metrics derived from
+// the GPU index once two ordered samples of one GPU are given.
+func (n *mockNode) stubGPM() {
+	n.srv.GpmQueryDeviceSupportFunc = func(d nvml.Device) (nvml.GpmSupport, nvml.Return) {
+		i := n.index(d)
+		if i < 0 {
+			return nvml.GpmSupport{}, nvml.ERROR_INVALID_ARGUMENT
+		}
+		f := n.gpus[i]
+		if r := f.err("GpmQueryDeviceSupport"); r != nvml.SUCCESS {
+			return nvml.GpmSupport{}, r
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION, IsSupportedDevice: uint32(b2f(f.gpm))}, nvml.SUCCESS
+	}
+	n.srv.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) {
+		n.mu.Lock()
+		n.gpmAllocs++
+		n.mu.Unlock()
+		return &fakeGPMSample{dev: -1}, nvml.SUCCESS
+	}
+	n.srv.GpmSampleFreeFunc = func(s nvml.GpmSample) nvml.Return {
+		fs, ok := s.(*fakeGPMSample)
+		if !ok || fs.freed {
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		fs.freed = true
+		n.mu.Lock()
+		n.gpmFrees++
+		n.mu.Unlock()
+		return nvml.SUCCESS
+	}
+	n.srv.GpmSampleGetFunc = func(d nvml.Device, s nvml.GpmSample) nvml.Return {
+		fs, ok := s.(*fakeGPMSample)
+		i := n.index(d)
+		if !ok || fs.freed || i < 0 {
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		f := n.gpus[i]
+		if r := f.err("GpmSampleGet"); r != nvml.SUCCESS {
+			return r
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.gpmSeq++
+		fs.dev, fs.seq = i, f.gpmSeq
+		return nvml.SUCCESS
+	}
+	n.srv.GpmMetricsGetFunc = func(mg *nvml.GpmMetricsGetType) nvml.Return {
+		s1, ok1 := mg.Sample1.(*fakeGPMSample)
+		s2, ok2 := mg.Sample2.(*fakeGPMSample)
+		if mg.Version != nvml.GPM_METRICS_GET_VERSION || !ok1 || !ok2 || s1 == s2 || s1.freed || s2.freed ||
+			s1.dev < 0 || s1.dev != s2.dev || s1.seq >= s2.seq || int(mg.NumMetrics) > len(mg.Metrics) {
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		f := n.gpus[s1.dev]
+		if r := f.err("GpmMetricsGet"); r != nvml.SUCCESS {
+			return r
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for k := range mg.NumMetrics {
+			m := &mg.Metrics[k]
+			id := nvml.GpmMetricId(m.MetricId)
+			m.NvmlReturn, m.Value = uint32(nvml.SUCCESS), 0
+			switch {
+			case f.gpmMissing[m.MetricId]:
+				m.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			case id == nvml.GPM_METRIC_PCIE_TX_PER_SEC || id == nvml.GPM_METRIC_PCIE_RX_PER_SEC ||
+				id == nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC || id == nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+				m.Value = gpmMiBs(id, s1.dev)
+			default:
+				m.Value = gpmPercent(id, s1.dev)
+			}
+		}
+		return nvml.SUCCESS
+	}
+}
+
+// gpmBalance returns the GPM sample buffers allocated and freed so far.
+func (n *mockNode) gpmBalance() (allocs, frees int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.gpmAllocs, n.gpmFrees
 }

@@ -27,6 +27,9 @@ type Options struct {
 	// LokiURL is the base URL of a Loki push receiver; events go to
 	// <LokiURL>/loki/api/v1/push. Empty disables event logs.
 	LokiURL string
+	// Client is the tenant, TLS and credentials of both pushes. The zero
+	// value is plain HTTP without credentials.
+	Client ClientOptions
 	// ListenAddr serves /metrics and /v1/register. Default ":9400"
 	// (dcgm-exporter's port). Empty disables the listener.
 	ListenAddr string
@@ -42,6 +45,13 @@ type Options struct {
 	QueueMaxBytes int64
 	// Hostname is the Hostname label. Default os.Hostname().
 	Hostname string
+	// Instance is the instance label of remote-written series, the label a
+	// Prometheus scrape of dcgm-exporter would give them. Default: host:port
+	// of the bound listener, the host being the listen address when that is
+	// one specific non-loopback address and Hostname otherwise
+	// ("<Hostname>:9400" with the default ListenAddr); Hostname alone with
+	// the listener off. /metrics never carries it: a scraper adds its own.
+	Instance string
 	// Once runs one collection, writes it to Stdout in Output format and
 	// returns.
 	Once bool

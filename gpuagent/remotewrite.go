@@ -27,16 +27,32 @@ const (
 // EncodeRW2 encodes series with timestamp ts as a remote write 2.0 request
 // (uncompressed protobuf), with type, help and unit metadata per series.
 func EncodeRW2(series []Series, ts time.Time) ([]byte, error) {
+	return EncodeRW2Labels(series, ts, nil)
+}
+
+// EncodeRW2Labels is EncodeRW2 with extra labels (sorted by name) added to
+// every series, as a scrape adds its target labels; a series' own label of
+// the same name wins. The agent adds instance this way.
+func EncodeRW2Labels(series []Series, ts time.Time, extra []Label) ([]byte, error) {
 	st := writev2.NewSymbolTable()
 	req := writev2.Request{Timeseries: make([]writev2.TimeSeries, 0, len(series))}
 	ms := ts.UnixMilli()
 	for _, s := range series {
-		refs := make([]uint32, 0, 2*(len(s.Labels)+1))
+		refs := make([]uint32, 0, 2*(len(s.Labels)+len(extra)+1))
 		// __name__ sorts before every label that starts with a letter; labels
-		// are already sorted by the renderer.
+		// are already sorted by the renderer, extra is merged in order.
 		refs = append(refs, st.Symbolize("__name__"), st.Symbolize(s.Name))
+		e := 0
 		for _, l := range s.Labels {
+			for ; e < len(extra) && extra[e].Name <= l.Name; e++ {
+				if extra[e].Name != l.Name {
+					refs = append(refs, st.Symbolize(extra[e].Name), st.Symbolize(extra[e].Value))
+				}
+			}
 			refs = append(refs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+		}
+		for ; e < len(extra); e++ {
+			refs = append(refs, st.Symbolize(extra[e].Name), st.Symbolize(extra[e].Value))
 		}
 		typ := writev2.Metadata_METRIC_TYPE_GAUGE
 		if s.Type == Counter {
@@ -97,7 +113,7 @@ func RW2ToRW1(data []byte) ([]byte, error) {
 // SenderOptions configures a Sender.
 type SenderOptions struct {
 	URL     string
-	Client  *http.Client  // nil: a client with a 30 s timeout
+	Client  *http.Client  // nil: plain HTTP with remoteWriteTimeout
 	MinWait time.Duration // first retry delay, default 500ms
 	MaxWait time.Duration // retry delay cap, default 30s
 	Logger  *slog.Logger
@@ -120,7 +136,7 @@ type Sender struct {
 // NewSender returns a sender for q.
 func NewSender(q *Queue, opts SenderOptions) *Sender {
 	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 30 * time.Second}
+		opts.Client = &http.Client{Timeout: remoteWriteTimeout}
 	}
 	if opts.MinWait <= 0 {
 		opts.MinWait = 500 * time.Millisecond

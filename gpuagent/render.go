@@ -63,7 +63,7 @@ func (r *Renderer) Render(snap Snapshot) []Series {
 		if r.Attr != nil {
 			gpuCtx, perPID = r.Attr.Attribute(g.Info, g.PIDs())
 		}
-		base := r.gpuLabels(g.Info, gpuCtx)
+		base := r.seriesLabels(g.Info, gpuCtx)
 		failed := 0.0
 		if g.Failed {
 			failed = 1
@@ -93,7 +93,7 @@ func (r *Renderer) Render(snap Snapshot) []Series {
 				if mctx, ok := migByGI[labelValue(s.Labels, "GPU_I_ID")]; ok {
 					ctx = mergeContext(pctx, mctx)
 				}
-				out = append(out, r.series(s.Def, r.gpuLabels(g.Info, ctx), append(pid, s.Labels...), s.Value))
+				out = append(out, r.series(s.Def, r.seriesLabels(g.Info, ctx), append(pid, s.Labels...), s.Value))
 			}
 		}
 	}
@@ -117,9 +117,15 @@ func mergeContext(a, b Context) Context {
 	return out
 }
 
-// SortSeries orders series by name, then labels.
+// otelDirection maps the agent's direction values to OTel's
+// network.io.direction values.
+var otelDirection = map[string]string{"tx": "transmit", "rx": "receive"}
+
+// SortSeries orders series by name, then labels. Series are unique by name
+// and labels, so the order is total and an unstable sort gives the same
+// result as a stable one, at a fraction of the cost on ~1,500 series.
 func SortSeries(s []Series) {
-	slices.SortStableFunc(s, func(a, b Series) int {
+	slices.SortFunc(s, func(a, b Series) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
@@ -139,7 +145,23 @@ func compareLabels(a, b []Label) int {
 	return len(a) - len(b)
 }
 
-// gpuLabels returns the identity and context labels of a GPU.
+// driverVersionLabel is the label dcgm-exporter puts on every GPU series
+// (DCGM_FI_DRIVER_VERSION, a "label" row of its default counters).
+const driverVersionLabel = "DCGM_FI_DRIVER_VERSION"
+
+// seriesLabels returns the labels of a GPU's metric series: gpuLabels plus,
+// under dcgm naming, the driver version as dcgm-exporter labels it. OTel's
+// conventions have no attribute for it, so OTel naming leaves it out.
+func (r *Renderer) seriesLabels(g GPUInfo, ctx Context) []Label {
+	l := r.gpuLabels(g, ctx)
+	if r.Naming != NamingOTel && g.DriverVersion != "" {
+		l = append(l, Label{driverVersionLabel, g.DriverVersion})
+	}
+	return l
+}
+
+// gpuLabels returns the identity and context labels of a GPU (event log
+// streams use these as they are).
 func (r *Renderer) gpuLabels(g GPUInfo, ctx Context) []Label {
 	var l []Label
 	dev := "nvidia" + strconv.Itoa(g.Minor)
@@ -184,28 +206,32 @@ func (r *Renderer) hostLabels() []Label {
 }
 
 func (r *Renderer) series(d *MetricDef, base, extra []Label, v float64) Series {
-	m := make(map[string]string, len(base)+len(extra)+2)
-	for _, l := range base {
-		m[l.Name] = l.Value
-	}
+	// One slice in precedence order, stably sorted by name: of equal names
+	// the last is the one that wins. Cheaper than a map per series, and the
+	// renderer builds ~1,500 series per collection.
+	labels := make([]Label, 0, len(base)+len(d.OTelExtra)+len(extra))
+	labels = append(labels, base...)
 	if r.Naming == NamingOTel {
-		for _, l := range d.OTelExtra {
-			m[l.Name] = l.Value
-		}
+		labels = append(labels, d.OTelExtra...)
 	}
 	for _, l := range extra {
 		if r.Naming == NamingOTel && l.Name == "direction" {
 			// OTel's attribute for I/O direction and its values.
-			l = Label{"network.io.direction", map[string]string{"tx": "transmit", "rx": "receive"}[l.Value]}
+			l = Label{"network.io.direction", otelDirection[l.Value]}
 		}
-		m[l.Name] = l.Value
+		labels = append(labels, l)
 	}
-	labels := make([]Label, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if m[k] != "" {
-			labels = append(labels, Label{k, m[k]})
+	slices.SortStableFunc(labels, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
+	out := labels[:0]
+	for i, l := range labels {
+		if i+1 < len(labels) && labels[i+1].Name == l.Name {
+			continue // a later label of the same name wins
+		}
+		if l.Value != "" {
+			out = append(out, l)
 		}
 	}
+	labels = out
 	unit := d.Unit
 	if r.Naming == NamingOTel {
 		unit = d.OTelUnit

@@ -48,6 +48,8 @@ func TestSmokeScriptLogic(t *testing.T) {
 		{name: "event set partial", smiUUIDs: uuids, registers: 6, wantErr: "event set registered on 6 of 8"},
 		{name: "energy decreased", smiUUIDs: uuids, second: `s/^\(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{.*gpu="4".*}\) .*/\1 1/`, registers: 8, wantErr: "energy decreased on " + uuids[4]},
 		{name: "failed gpu", smiUUIDs: uuids, mutate: `s/^\(gpu_agent_gpu_failed{.*gpu="2".*}\) 0/\1 1/`, registers: 8, wantErr: "GPU reported failed"},
+		{name: "gpm ratio out of range", smiUUIDs: uuids, mutate: `s/^\(DCGM_FI_PROF_SM_ACTIVE{.*gpu="1".*}\) .*/\1 1.5/`, registers: 8, wantErr: "DCGM_FI_PROF_SM_ACTIVE = 1.5 outside"},
+		{name: "gpm figure missing on a gpm gpu", smiUUIDs: uuids, mutate: `/^DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{.*gpu="6"/d`, registers: 8, wantErr: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: 7 series for 8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +84,9 @@ esac
 			if tc.wantErr == "" {
 				if err != nil || !strings.Contains(string(out), "gpu-smoke: OK") {
 					t.Fatalf("smoke failed: %v\n%s", err, out)
+				}
+				if !strings.Contains(string(out), "GPM profiling figures on 8 GPU(s)") {
+					t.Errorf("GPM figures not checked:\n%s", out)
 				}
 				return
 			}

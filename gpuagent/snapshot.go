@@ -9,6 +9,9 @@ type GPUInfo struct {
 	UUID     string // GPU-xxxxxxxx-...
 	PCIBusID string // 00000000:07:00.0
 	Model    string // NVIDIA A100-SXM4-40GB
+	// DriverVersion is the NVIDIA driver's version (the DCGM_FI_DRIVER_VERSION
+	// label); empty when unknown.
+	DriverVersion string
 }
 
 // ProcessSample holds the series of one compute process on one GPU.

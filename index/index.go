@@ -83,6 +83,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// PartitionDuration returns the time span of one postings partition; the
+// signal stores partition their data by the same span.
+func (ix *Index) PartitionDuration() time.Duration { return ix.opts.PartitionDuration }
+
 // DefaultOptions returns the default options: PartitionDuration 24h,
 // HotPartitions 2, Logger nil (no-op).
 func DefaultOptions() Options {
@@ -127,6 +131,9 @@ type Index struct {
 	partsMu sync.RWMutex
 	parts   map[int64]*partition // guarded by partsMu
 	minPart int64                // partitions below were dropped; guarded by partsMu
+	// kindCut[k]: kind k's postings below this partition were dropped
+	// (retention); guarded by writeMu.
+	kindCut [numKinds]int64
 	head    atomic.Pointer[partition]
 
 	pendingMu  sync.Mutex

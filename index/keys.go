@@ -5,12 +5,17 @@ import (
 	"fmt"
 )
 
+// Keyspace is the first byte of every key the index owns in the shared Pebble
+// database. The map of all keyspaces is storage/keyspace, which checks that
+// this byte is the one it assigns to the index.
+const Keyspace byte = 0x01
+
 // Key layout (specified in docs/format/index.md). Every key starts with
 // keyspaceIndex; the second byte says what the key holds.
 const (
 	// keyspaceIndex is the first byte of every key the index owns in the shared
 	// Pebble database; other keyspaces belong to storage.
-	keyspaceIndex byte = 0x01
+	keyspaceIndex = Keyspace
 
 	tagAlloc        byte = 'a' // 0x01 'a'                         → next ID to allocate (8 bytes BE)
 	tagStream       byte = 's' // 0x01 's' <id:8>                  → stream record (format of earlier versions: read, never written)
@@ -68,6 +73,12 @@ func appendPartPrefix(dst []byte, p int64) []byte {
 func appendKindKey(dst []byte, p int64, kind Kind) []byte {
 	dst = appendPartPrefix(dst, p)
 	return append(dst, subKind, byte(kind))
+}
+
+// appendKindPairPrefix appends the prefix of every pair key of (p, kind).
+func appendKindPairPrefix(dst []byte, p int64, kind Kind) []byte {
+	dst = appendPartPrefix(dst, p)
+	return append(dst, subPair, byte(kind))
 }
 
 // appendPairNamePrefix appends the prefix of every pair key of (p, kind, name).

@@ -32,6 +32,9 @@ func Open(db *pebble.DB, opts Options) (*Index, error) {
 		minPart:    math.MinInt64,
 		pendingNew: roaring64.New(),
 	}
+	for k := range ix.kindCut {
+		ix.kindCut[k] = math.MinInt64
+	}
 	ix.initShards()
 	ix.nextID.Store(1)
 	if err := ix.loadAlloc(); err != nil {

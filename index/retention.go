@@ -3,18 +3,35 @@ package index
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// DropPartitionsBefore drops every partition that ends at or before t
-// (milliseconds): their postings go with one Pebble DeleteRange, and streams
-// marked in no remaining partition are forgotten (registry record deleted;
-// their IDs are never reused). Later writes with timestamps in a dropped
-// partition mark the oldest remaining one instead. The change is durable when
-// it returns.
+// DropPartitionsBefore drops, for every kind, the postings of every
+// partition that ends at or before t (milliseconds): DropKindBefore for each
+// kind at once.
 func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
+	return ix.dropBefore(ctx, kindsOf(KindAny), t)
+}
+
+// DropKindBefore drops the postings of kind (not KindAny) in every partition
+// that ends at or before t (milliseconds), leaving other kinds' postings in
+// those partitions alone: each signal has its own retention. Streams of kind
+// marked in no remaining partition are forgotten (registry record deleted;
+// their IDs are never reused). A partition left with no stream of any kind
+// goes entirely; once every kind has dropped a partition, later writes with
+// timestamps in it mark the oldest remaining one instead. The change is
+// durable when it returns.
+func (ix *Index) DropKindBefore(ctx context.Context, kind Kind, t int64) error {
+	if !kind.valid() {
+		return fmt.Errorf("drop partitions of kind %d: %w", kind, ErrInvalidKind)
+	}
+	return ix.dropBefore(ctx, []Kind{kind}, t)
+}
+
+func (ix *Index) dropBefore(ctx context.Context, kinds []Kind, t int64) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
@@ -22,60 +39,111 @@ func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
 	defer ix.writeMu.Unlock()
 	cut := ix.partOf(t)
 
-	ix.partsMu.Lock()
-	if cut <= ix.minPart {
-		ix.partsMu.Unlock()
-		return nil
+	// Every pass looks at every partition below the cut, not only those
+	// since the last cut: a late write may have marked one again.
+	todo := kinds
+	changed := false
+	b := ix.db.NewBatch()
+	defer b.Close()
+	var key, key2 []byte
+	candidates := [numKinds]*roaring64.Bitmap{}
+	for _, k := range todo {
+		candidates[k] = roaring64.New()
 	}
-	var dropped []*partition
-	for num, p := range ix.parts {
-		if num < cut {
-			dropped = append(dropped, p)
-			delete(ix.parts, num)
+	var emptied []int64
+	for _, p := range ix.allPartitions() {
+		if p.num >= cut {
+			break
 		}
-	}
-	ix.minPart = cut
-	if h := ix.head.Load(); h != nil && h.num < cut {
-		ix.head.Store(nil) // the next write creates the partition it needs
-	}
-	ix.partsMu.Unlock()
-
-	candidates := roaring64.New()
-	for _, p := range dropped {
 		p.mu.Lock()
 		p.flushLocked()
-		p.dropped = true
-		for _, bm := range p.all {
-			candidates.Or(bm)
+		for _, k := range todo {
+			ids := p.all[k]
+			if ids.IsEmpty() {
+				continue
+			}
+			changed = true
+			candidates[k].Or(ids)
+			p.pending.AndNot(ids)
+			p.all[k] = roaring64.New()
+			p.names[k] = nil
+			p.aliased[k] = nil
+			if err := b.Delete(appendKindKey(key[:0], p.num, k), nil); err != nil {
+				p.mu.Unlock()
+				return fmt.Errorf("drop partition %d kind %d: %w", p.num, k, err)
+			}
+			key = appendKindPairPrefix(key[:0], p.num, k)
+			key2 = appendKindPairPrefix(key2[:0], p.num, k+1)
+			if err := b.DeleteRange(key, key2, nil); err != nil {
+				p.mu.Unlock()
+				return fmt.Errorf("drop partition %d kind %d: %w", p.num, k, err)
+			}
+		}
+		empty := true
+		for k := range p.all {
+			if !p.all[k].IsEmpty() {
+				empty = false
+			}
+		}
+		if empty {
+			p.dropped = true
+			emptied = append(emptied, p.num)
 		}
 		p.mu.Unlock()
 	}
+	for _, k := range todo {
+		ix.kindCut[k] = max(ix.kindCut[k], cut)
+	}
+	// A partition every kind has dropped goes from memory and disk; writes
+	// below the smallest cut of all kinds mark the oldest remaining
+	// partition.
+	minCut := int64(math.MaxInt64)
+	for _, k := range kindsOf(KindAny) {
+		minCut = min(minCut, ix.kindCut[k])
+	}
+	ix.partsMu.Lock()
+	for _, num := range emptied {
+		delete(ix.parts, num)
+		if h := ix.head.Load(); h != nil && h.num == num {
+			ix.head.Store(nil) // the next write creates the partition it needs
+		}
+	}
+	if minCut > ix.minPart {
+		ix.minPart = minCut
+	}
+	ix.partsMu.Unlock()
+	for _, num := range emptied {
+		if err := b.DeleteRange(appendPartPrefix(key[:0], num), appendPartPrefix(key2[:0], num+1), nil); err != nil {
+			return fmt.Errorf("drop partition %d: %w", num, err)
+		}
+	}
+
 	// Streams still marked in a remaining partition stay.
 	for _, p := range ix.allPartitions() {
+		if p.num < cut {
+			continue
+		}
 		p.rlock()
-		for _, bm := range p.all {
-			candidates.AndNot(bm)
+		for _, k := range todo {
+			candidates[k].AndNot(p.all[k])
 		}
 		p.mu.RUnlock()
 	}
-
-	b := ix.db.NewBatch()
-	defer b.Close()
-	if err := b.DeleteRange(appendPartPrefix(nil, minPartNum), appendPartPrefix(nil, cut), nil); err != nil {
-		return fmt.Errorf("drop partitions before %d: %w", cut, err)
-	}
 	forgotten := roaring64.New()
-	it := candidates.Iterator()
-	for i := 0; it.HasNext(); i++ {
-		if err := checkCtx(ctx, i); err != nil {
-			return fmt.Errorf("drop partitions before %d: %w", cut, err)
+	i := 0
+	for _, k := range todo {
+		it := candidates[k].Iterator()
+		for ; it.HasNext(); i++ {
+			if err := checkCtx(ctx, i); err != nil {
+				return fmt.Errorf("drop partitions before %d: %w", cut, err)
+			}
+			id := ID(it.Next())
+			// A write may have marked it in a remaining partition meanwhile.
+			if _, ok := ix.forget(id, func(r streamRec) bool { return r.lastPart >= cut }); !ok {
+				continue
+			}
+			forgotten.Add(uint64(id))
 		}
-		id := ID(it.Next())
-		// A write may have marked it in a remaining partition meanwhile.
-		if _, ok := ix.forget(id, func(r streamRec) bool { return r.lastPart >= cut }); !ok {
-			continue
-		}
-		forgotten.Add(uint64(id))
 	}
 	if err := ix.batchDeleteRecords(b, forgotten); err != nil {
 		return fmt.Errorf("drop partitions before %d: %w", cut, err)
@@ -83,10 +151,13 @@ func (ix *Index) DropPartitionsBefore(ctx context.Context, t int64) error {
 	ix.pendingMu.Lock()
 	ix.pendingNew.AndNot(forgotten)
 	ix.pendingMu.Unlock()
+	if !changed && len(emptied) == 0 {
+		return nil
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("drop partitions before %d: commit: %w", cut, err)
 	}
-	ix.logger.Info("index_partitions_dropped", "before", cut, "partitions", len(dropped), "streams_forgotten", forgotten.GetCardinality())
+	ix.logger.Info("index_partitions_dropped", "before", cut, "kinds", fmt.Sprint(todo), "partitions_emptied", len(emptied), "streams_forgotten", forgotten.GetCardinality())
 	return nil
 }
 

@@ -435,7 +435,10 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 		return labels.EmptyLabels(), ReasonTooManyLabels, fmt.Sprintf("series %s has %d labels, more than the limit of %d",
 			b.metricNameOf(sp), n, b.d.opts.MaxLabelsPerSeries)
 	}
-	if ls, ok := b.encodeLabels(sp); ok {
+	if ls, ok, maybeAlias := b.encodeLabels(sp); ok {
+		if maybeAlias {
+			ls, _ = b.d.opts.Workload.AddCanonical(ls)
+		}
 		return ls, ReasonInvalidLabels, ""
 	}
 	// The general path: out-of-order names, invalid strings, a missing
@@ -471,13 +474,19 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 	if detail == "" && st.noName {
 		detail = "missing metric name (__name__) in series " + ls.String()
 	}
+	if detail == "" {
+		ls, _ = b.d.opts.Workload.AddCanonical(ls)
+	}
 	return ls, ReasonInvalidLabels, detail
 }
 
 // encodeLabels builds the labels of a series in the common case (see
-// labelEncoder); false sends the caller to the general path.
-func (b *Batch) encodeLabels(sp span) (labels.Labels, bool) {
+// labelEncoder); false sends the caller to the general path. maybeAlias
+// reports that a label name may be a workload-context alias (the caller
+// then adds the canonical labels).
+func (b *Batch) encodeLabels(sp span) (_ labels.Labels, ok, maybeAlias bool) {
 	var e labelEncoder
+	ctx := b.d.opts.Workload
 	buf := b.leBuf[:0]
 	if b.proto == ProtoV2 {
 		refs, nsyms, allValid := b.refs[sp.lo:sp.hi], uint32(len(b.symbols)), b.allSymbolsValid()
@@ -487,16 +496,20 @@ func (b *Batch) encodeLabels(sp span) (labels.Labels, bool) {
 				e.failed = true
 				break
 			}
-			buf = e.add(buf, b.sym(nr), b.sym(vr))
+			name := b.sym(nr)
+			maybeAlias = maybeAlias || ctx.MaybeAlias(name)
+			buf = e.add(buf, name, b.sym(vr))
 		}
 	} else {
 		for _, p := range b.pairs[sp.lo:sp.hi] {
-			buf = e.add(buf, b.str(p.name), b.str(p.value))
+			name := b.str(p.name)
+			maybeAlias = maybeAlias || ctx.MaybeAlias(name)
+			buf = e.add(buf, name, b.str(p.value))
 		}
 	}
 	ls, ok := e.finish(buf, b.proto != ProtoV2, b.borrow)
 	b.leBuf = buf
-	return ls, ok
+	return ls, ok, maybeAlias
 }
 
 // tooLong describes a label name or value too long for a label set.

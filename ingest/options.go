@@ -3,6 +3,8 @@ package ingest
 import (
 	"log/slog"
 	"time"
+
+	"github.com/weftdb/weft/ingest/workload"
 )
 
 // Tuning defaults. Each is documented where it is used in Options.
@@ -38,6 +40,11 @@ type Options struct {
 	// MaxErrorMessages caps the messages kept in a RejectError.
 	// Zero or negative means DefaultMaxErrorMessages.
 	MaxErrorMessages int
+
+	// Workload adds, to every series, the canonical workload-context labels
+	// its aliases provide (workload.Mapping.AddCanonical: a dcgm-exporter
+	// UUID also becomes gpu_uuid). Nil adds none.
+	Workload *workload.Mapping
 
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time

@@ -52,6 +52,10 @@ type EngineOptions struct {
 	// (promql.NewActiveQueryTracker); nil means unbounded. The caller owns
 	// it and closes it after the last query.
 	ActiveQueryTracker promql.QueryTracker
+	// Optimizations are applied to Prometheus' engine in order (the first
+	// innermost); nil means DefaultOptimizations(opts), an empty non-nil
+	// slice the plain engine.
+	Optimizations []Optimization
 }
 
 // DefaultEngineOptions returns the options of a default Prometheus server.
@@ -64,11 +68,23 @@ func DefaultEngineOptions() EngineOptions {
 	}
 }
 
-// NewEngine returns Prometheus' PromQL engine configured like a Prometheus
-// server: @ modifier and negative offsets enabled, lookback, timeout and
-// sample limit from opts (zero fields take the defaults). The engine is safe
-// for concurrent use and holds no resources that need closing.
-func NewEngine(opts EngineOptions) *promql.Engine {
+// NewEngine returns weft's PromQL engine: Prometheus' engine configured like
+// a Prometheus server (@ modifier and negative offsets enabled, lookback,
+// timeout and sample limit from opts; zero fields take the defaults) with
+// opts.Optimizations applied. The server and the conformance tests build
+// their engines from the same list. The engine is safe for concurrent use
+// and holds no resources that need closing.
+func NewEngine(opts EngineOptions) promql.QueryEngine {
+	opt := opts.Optimizations
+	if opt == nil {
+		opt = DefaultOptimizations(opts)
+	}
+	return Optimize(NewPrometheusEngine(opts), opt...)
+}
+
+// NewPrometheusEngine returns Prometheus' engine configured as NewEngine
+// configures it, without weft's optimizations.
+func NewPrometheusEngine(opts EngineOptions) *promql.Engine {
 	def := DefaultEngineOptions()
 	if opts.Timeout <= 0 {
 		opts.Timeout = def.Timeout

@@ -285,7 +285,7 @@ func BenchmarkAggregationPushdown(b *testing.B) {
 	if err := app.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	engine := query.NewEngine(query.DefaultEngineOptions())
+	engine := query.NewPrometheusEngine(query.DefaultEngineOptions())
 	server := query.LatestSampleEngine(engine, storage.LatestSampleQueryable)
 	pushed := query.AggregationPushdown(server, query.PushdownOptions{})
 	serial := query.AggregationPushdown(server, query.PushdownOptions{Parallelism: 1})

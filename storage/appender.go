@@ -164,13 +164,11 @@ func (a *appender) checkTime(t int64) error {
 	if a.db.futureMs >= 0 && t > a.nowMs+a.db.futureMs {
 		return ErrTooFarInFuture
 	}
-	// A sample older than the store's retention would be dropped by the
-	// next retention pass: reject it whatever its series, so that a new
+	// A sample older than the retention (wall clock) would be dropped by
+	// the next retention pass: reject it whatever its series, so that a new
 	// series cannot bring back data from long ago (a 1970 timestamp).
-	if ret := a.db.opts.Retention; ret > 0 {
-		if maxT := a.db.maxT.Load(); maxT != minInt64 && t < maxT-ret.Milliseconds() {
-			return ErrOutOfWindow
-		}
+	if ret := a.db.opts.Retention; ret > 0 && t < a.nowMs-ret.Milliseconds() {
+		return ErrOutOfWindow
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func TestTooFarInFuture(t *testing.T) {
 	_ = app.Rollback()
 }
 
-// TestOlderThanRetention: a sample older than the newest sample minus the
+// TestOlderThanRetention: a sample older than the wall clock minus the
 // retention is rejected for any series, a new one too, while a new series
 // may start anywhere inside the retention.
 func TestOlderThanRetention(t *testing.T) {

@@ -9,12 +9,14 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/weftdb/weft/storage/keyspace"
 )
 
-// Keyspace tags (docs/architecture.md).
+// Keyspace tags (storage/keyspace).
 const (
-	tagChunk byte = 0x02
-	tagMeta  byte = 0x05
+	tagChunk = keyspace.Chunks
+	tagMeta  = keyspace.Meta
 )
 
 // chunkKeyLen is tag + partition + stream ID + start time.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weftdb/weft/index"
 )
 
 // compactSamplesPerChunk bounds a compacted per-series block. Blocks are
@@ -344,26 +347,33 @@ func dedupeSorted(ss []sample) []sample {
 	return out
 }
 
-// ApplyRetention drops every partition that ends before the newest sample
-// minus Options.Retention: one DeleteRange over its chunk keys plus
-// index.DropPartitionsBefore. Retention is relative to the data, not the
-// wall clock, so a store that stops receiving data keeps its last window.
+// ApplyRetention applies the retention clock of the DB's substrate to the
+// metric signal now: its chunks and its index postings in partitions that
+// end at or before now minus the metric retention (Substrate.ApplyRetention
+// for one signal).
 func (db *DB) ApplyRetention(ctx context.Context) error {
-	if db.opts.Retention < 0 {
-		return nil
+	sub := db.sub
+	for _, sig := range sub.signals {
+		if sig.kind == index.KindMetric {
+			return sub.applyRetention(ctx, sig)
+		}
+	}
+	return ErrClosed
+}
+
+// dropBefore deletes the chunks of every partition that ends at or before t
+// (one DeleteRange); the substrate drops the postings.
+func (db *DB) dropBefore(ctx context.Context, t time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	maxT := db.maxT.Load()
-	if maxT == minInt64 {
-		return nil
-	}
-	cutoff := maxT - db.opts.Retention.Milliseconds()
-	// Partition p is dropped when its last millisecond is before cutoff.
-	keep := db.partOf(cutoff)
+	// Partition p is dropped when its last millisecond is before t.
+	keep := db.partOf(t.UnixMilli())
 	dropped := db.parts.removeBefore(keep)
 	if len(dropped) == 0 {
 		return nil
@@ -374,9 +384,6 @@ func (db *DB) ApplyRetention(ctx context.Context) error {
 		return fmt.Errorf("delete partitions: %w", err)
 	}
 	start := keep * db.partMs
-	if err := db.idx.DropPartitionsBefore(ctx, start); err != nil {
-		return fmt.Errorf("index drop partitions: %w", err)
-	}
 	for {
 		cur := db.minT.Load()
 		if cur >= start || db.minT.CompareAndSwap(cur, start) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +75,11 @@ type DB struct {
 	sealQ    []*memSeries
 	sealKick chan struct{}
 
+	// sub is the substrate the store lives on. ownsSub: Open made it for
+	// this store alone, and Close closes it.
+	sub     *Substrate
+	ownsSub bool
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 	stop      chan struct{}
@@ -88,22 +91,37 @@ var (
 	_ promstorage.ExemplarQueryable = (*DB)(nil)
 )
 
-// Open opens or creates the store in dir: Pebble in dir/pebble, the WAL in
-// dir/wal. It replays the WAL (truncating a torn tail of the last segment;
-// other damage fails with a *wal.CorruptionError naming segment and offset)
-// and starts the background loop unless opts.CheckpointInterval < 0.
-func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
-	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+// Open opens or creates the storage in dir with OpenSubstrate and returns
+// its metric store: the convenience for tools and tests that only write and
+// read metrics. Closing the returned DB closes the whole substrate.
+func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
+	sub, err := OpenSubstrate(ctx, dir, opts)
+	if err != nil {
+		return nil, err
 	}
+	sub.metrics.ownsSub = true
+	return sub.metrics, nil
+}
+
+// openMetrics opens the metric store on sub's Pebble database, index and
+// WAL (not yet started): it loads partitions, tombstones, metadata and the
+// head series, replays the WAL (truncating a torn tail of the last segment;
+// other damage fails with a *wal.CorruptionError naming segment and offset),
+// then starts the WAL and the store's goroutines (the background loop unless
+// opts.CheckpointInterval < 0). It owns the WAL from then on; the substrate
+// keeps Pebble and the index.
+func openMetrics(ctx context.Context, sub *Substrate, w *wal.WAL, opts Options) (db *DB, err error) {
 	db = &DB{
-		dir:       dir,
+		dir:       sub.dir,
 		opts:      opts,
 		log:       opts.Logger,
 		partMs:    opts.PartitionDuration.Milliseconds(),
 		oooWindow: opts.OutOfOrderWindow.Milliseconds(),
 		futureMs:  -1,
+		sub:       sub,
+		pdb:       sub.pdb,
+		ix:        sub.ix,
+		wal:       w,
 		series:    newSeriesMap(),
 		stop:      make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
@@ -116,34 +134,6 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	db.meta.init()
 	db.tombs.init()
 	db.stats.init()
-	opened := db // the named result is nil on error returns
-	defer func() {
-		if err != nil {
-			opened.closeResources()
-		}
-	}()
-	popts := &pebble.Options{
-		FS:                 vfs.Default,
-		Logger:             quietPebbleLogger{},
-		Merger:             index.Merger(),
-		MemTableSize:       pebbleMemTableSize,
-		Cleaner:            noRecycleCleaner{},
-		FormatMajorVersion: pebbleFormat,
-	}
-	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebbleCompression })
-	for l := range popts.Levels {
-		popts.Levels[l].BlockSize = pebbleBlockSize
-	}
-	popts.Cache = pebble.NewCache(opts.BlockCacheBytes)
-	db.pdb, err = pebble.Open(filepath.Join(dir, "pebble"), popts)
-	popts.Cache.Unref() // the open database holds its own reference
-	if err != nil {
-		return nil, fmt.Errorf("open pebble: %w", err)
-	}
-	db.ix, err = index.Open(db.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
 	db.idx = metricIndex{db.ix}
 	if err := db.loadPartitions(); err != nil {
 		return nil, err
@@ -160,10 +150,6 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 	if err := db.loadHeadSeries(ctx); err != nil {
 		return nil, err
 	}
-	db.wal, err = wal.Open(filepath.Join(dir, "wal"), wal.Options{SegmentSize: opts.WALSegmentSize, Logger: opts.Logger, SyncInterval: max(opts.WALSyncInterval, 0)})
-	if err != nil {
-		return nil, fmt.Errorf("open wal: %w", err)
-	}
 	if err := db.replay(ctx); err != nil {
 		return nil, fmt.Errorf("replay wal: %w", err)
 	}
@@ -176,6 +162,30 @@ func Open(ctx context.Context, dir string, opts Options) (db *DB, err error) {
 		go db.backgroundLoop()
 	}
 	return db, nil
+}
+
+// openPebble opens the shared Pebble database in dir with weft's settings
+// (the index's merge operator, compression, block and memtable sizes).
+func openPebble(dir string, cacheBytes int64) (*pebble.DB, error) {
+	popts := &pebble.Options{
+		FS:                 vfs.Default,
+		Logger:             quietPebbleLogger{},
+		Merger:             index.Merger(),
+		MemTableSize:       pebbleMemTableSize,
+		Cleaner:            noRecycleCleaner{},
+		FormatMajorVersion: pebbleFormat,
+	}
+	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebbleCompression })
+	for l := range popts.Levels {
+		popts.Levels[l].BlockSize = pebbleBlockSize
+	}
+	popts.Cache = pebble.NewCache(cacheBytes)
+	pdb, err := pebble.Open(dir, popts)
+	popts.Cache.Unref() // the open database holds its own reference
+	if err != nil {
+		return nil, fmt.Errorf("open pebble: %w", err)
+	}
+	return pdb, nil
 }
 
 // pebbleFormat is the Pebble format a store is created with, and ratcheted
@@ -304,9 +314,6 @@ func (db *DB) backgroundLoop() {
 			if err := db.Compact(ctx); err != nil && ctx.Err() == nil {
 				db.log.Error("compaction_failed", "err", err)
 			}
-			if err := db.ApplyRetention(ctx); err != nil && ctx.Err() == nil {
-				db.log.Error("retention_failed", "err", err)
-			}
 		}
 	}
 }
@@ -363,10 +370,21 @@ func (db *DB) sealerLoop() {
 	}
 }
 
-// Close stops the background loop, writes sealed chunks, checkpoints the WAL
-// and closes everything. Open chunks stay in the head (and the WAL); call
-// Flush first to seal them. Close is idempotent.
+// Close closes the metric store. A DB from Open owns its substrate and
+// closes it all (see Substrate.Close); a substrate's own store is closed by
+// the substrate. Close is idempotent.
 func (db *DB) Close() error {
+	if db.ownsSub {
+		return db.sub.Close()
+	}
+	return db.close()
+}
+
+// close stops the background loop, writes sealed chunks, checkpoints the
+// WAL and closes it. Open chunks stay in the head (and the WAL); call Flush
+// first to seal them. Pebble and the index stay open: they are the
+// substrate's.
+func (db *DB) close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		close(db.stop)
@@ -380,23 +398,7 @@ func (db *DB) Close() error {
 		if err == nil {
 			err = db.settleOnClose()
 		}
-		err = errors.Join(err, db.closeResources())
-	})
-	return err
-}
-
-func (db *DB) closeResources() error {
-	var err error
-	if db.wal != nil {
 		err = errors.Join(err, db.wal.Close())
-	}
-	if db.ix != nil {
-		err = errors.Join(err, db.ix.Close())
-		db.ix = nil
-	}
-	if db.pdb != nil {
-		err = errors.Join(err, db.pdb.Close())
-		db.pdb = nil
-	}
+	})
 	return err
 }

@@ -17,7 +17,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/weftdb/weft/storage/internal/gputelemetry"
+	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
 // Disk footprint after compaction, weft beside Prometheus' TSDB on the same

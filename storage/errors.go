@@ -21,8 +21,8 @@ func (e *weftError) Is(target error) bool { return e.also != nil && target == e.
 // Append errors. Each matches (errors.Is) the Prometheus error in its comment.
 var (
 	// ErrOutOfWindow: older than the series' newest sample minus
-	// Options.OutOfOrderWindow, or older than the store's newest sample
-	// minus Options.Retention (any series, new ones too). Also
+	// Options.OutOfOrderWindow, or older than the wall clock minus the
+	// metric retention (any series, new ones too). Also
 	// storage.ErrTooOldSample.
 	ErrOutOfWindow error = &weftError{"sample timestamp out of the out-of-order window", promstorage.ErrTooOldSample}
 	// ErrDuplicateSample: same (series, timestamp), different value. Also

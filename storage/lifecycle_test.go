@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,15 +181,19 @@ func TestRetentionDropsPartitions(t *testing.T) {
 	opts := testOptions()
 	opts.PartitionDuration = time.Hour
 	opts.Retention = 90 * time.Minute
+	opts.FutureWindow = -1
+	var clock atomic.Int64 // wall clock, ms: 1970 while filling
+	opts.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
 	db := openTestDB(t, opts)
 	fill(t, db, 2, 4*240, 0) // 4 hours
 	if err := db.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	clock.Store(4 * 3600_000)
 	if err := db.ApplyRetention(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// max time ~ 4h: cutoff 2.5h, partitions 0 and 1 dropped.
+	// now 4h: cutoff 2.5h, partitions 0 and 1 dropped.
 	res := queryAll(t, db, 0, 5*3600_000)
 	for _, ss := range res {
 		if len(ss) == 0 || ss[0].T != 2*3600_000 {

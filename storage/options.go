@@ -3,6 +3,9 @@ package storage
 import (
 	"log/slog"
 	"time"
+
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 // Tuning constants; each says why it has its value.
@@ -18,21 +21,36 @@ const (
 	oooFlushSamples = 64
 )
 
-// Options configure a DB. Zero fields are replaced by DefaultOptions' values
+// Options configure the storage: the substrate (OpenSubstrate) and its
+// signal stores; the metric store's own settings are the fields from
+// OutOfOrderWindow on. Zero fields are replaced by DefaultOptions' values
 // except where noted.
 type Options struct {
-	// Retention drops whole partitions whose newest possible sample is older
-	// than the newest sample in the store minus Retention. Default 30 days;
-	// negative disables retention.
+	// Retention is how long every signal keeps its data, by wall clock:
+	// whole partitions that end before now minus the retention are dropped,
+	// data and index postings together, and metric samples older than that
+	// are refused at append. Default 30 days; negative keeps everything.
 	Retention time.Duration
+	// SignalRetention overrides Retention per signal (zero fields inherit
+	// it; negative keeps that signal forever).
+	SignalRetention SignalRetention
+	// RetentionInterval is how often the substrate applies retention.
+	// Default 1 minute; negative starts no retention goroutine (tests and
+	// tools call ApplyRetention).
+	RetentionInterval time.Duration
+	// Logs configures the log store (its PartitionDuration, Logger and Now
+	// are the substrate's).
+	Logs logstore.Options
 	// OutOfOrderWindow accepts samples older than a series' newest sample by
 	// at most this much. Default 10 minutes; negative means in-order only.
 	OutOfOrderWindow time.Duration
 	// FutureWindow rejects samples more than this far past the wall clock
 	// (ErrTooFarInFuture). Default 1 hour; negative disables the check.
 	FutureWindow time.Duration
-	// PartitionDuration is the width of a time partition (chunk keys and
-	// retention unit). Default 24h. Must not change for an existing store.
+	// PartitionDuration is the width of a time partition of every signal
+	// (index postings, chunk keys, the retention unit). Default: the
+	// index's (index.DefaultOptions, 24h). Must not change for an existing
+	// store.
 	PartitionDuration time.Duration
 	// SamplesPerChunk seals an open chunk once it holds this many samples.
 	// Default 120.
@@ -63,17 +81,41 @@ type Options struct {
 	CompactionInterval time.Duration
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
-	// Now returns the wall clock; nil means time.Now. Tests inject it.
+	// Now returns the wall clock (retention, future window, log seal ages);
+	// nil means time.Now. Tests inject it.
 	Now func() time.Time
+}
+
+// SignalRetention holds per-signal retention overrides.
+type SignalRetention struct {
+	Metrics, Logs, Traces time.Duration
+}
+
+// retentionOf returns kind's effective retention (negative: forever).
+func (o Options) retentionOf(kind index.Kind) time.Duration {
+	var r time.Duration
+	switch kind {
+	case index.KindMetric:
+		r = o.SignalRetention.Metrics
+	case index.KindLog:
+		r = o.SignalRetention.Logs
+	case index.KindTrace:
+		r = o.SignalRetention.Traces
+	}
+	if r == 0 {
+		r = o.Retention
+	}
+	return r
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
 		Retention:             30 * 24 * time.Hour,
+		RetentionInterval:     time.Minute,
 		OutOfOrderWindow:      10 * time.Minute,
 		FutureWindow:          time.Hour,
-		PartitionDuration:     24 * time.Hour,
+		PartitionDuration:     index.DefaultOptions().PartitionDuration,
 		SamplesPerChunk:       defaultSamplesPerChunk,
 		MaxExemplarsPerSeries: 16,
 		WALSegmentSize:        64 << 20,
@@ -88,6 +130,9 @@ func (o Options) withDefaults() Options {
 	d := DefaultOptions()
 	if o.Retention == 0 {
 		o.Retention = d.Retention
+	}
+	if o.RetentionInterval == 0 {
+		o.RetentionInterval = d.RetentionInterval
 	}
 	if o.OutOfOrderWindow == 0 {
 		o.OutOfOrderWindow = d.OutOfOrderWindow

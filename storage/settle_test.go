@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/weftdb/weft/storage/internal/gputelemetry"
+	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
 // TestCompactSettlesClosedPartitions checks the on-disk state Compact leaves

@@ -25,7 +25,6 @@ type streamIndex interface {
 	LabelNames(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) ([]string, error)
 	LabelValues(ctx context.Context, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error)
 	GroupBy(ctx context.Context, sel *roaring64.Bitmap, mint, maxt int64, by []string) (index.Grouping, error)
-	DropPartitionsBefore(ctx context.Context, t int64) error
 	Delete(ctx context.Context, ids *roaring64.Bitmap) error
 	NumStreams() int
 	Close() error
@@ -67,17 +66,13 @@ func (m metricIndex) GroupBy(ctx context.Context, sel *roaring64.Bitmap, mint, m
 	return m.ix.GroupBy(ctx, sel, mint, maxt, by)
 }
 
-func (m metricIndex) DropPartitionsBefore(ctx context.Context, t int64) error {
-	return m.ix.DropPartitionsBefore(ctx, t)
-}
-
 func (m metricIndex) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
 	return m.ix.Delete(ctx, ids)
 }
 
 func (m metricIndex) NumStreams() int { return m.ix.NumStreams(index.KindMetric) }
 
-// Close is a no-op: the DB owns the index and closes it itself.
+// Close is a no-op: the substrate owns the index and closes it.
 func (m metricIndex) Close() error { return nil }
 
 // Index returns the shared stream index (cardinality stats, label APIs).

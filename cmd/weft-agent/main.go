@@ -33,10 +33,21 @@ func newFlagSet(opts *gpuagent.Options) (*flag.FlagSet, cliFlags) {
 	fs.StringVar(&opts.QueueDir, "queue-dir", opts.QueueDir, "directory of the on-disk remote-write queue")
 	fs.Int64Var(&opts.QueueMaxBytes, "queue-max-bytes", opts.QueueMaxBytes, "byte cap of the queue; oldest requests are dropped beyond it")
 	fs.StringVar(&opts.Hostname, "hostname", "", "Hostname label (default: the OS hostname)")
+	fs.StringVar(&opts.Instance, "instance", "", "instance label of remote-written series (default: <hostname>:<port of -listen-addr>, as a Prometheus scrape would name it)")
 	fs.BoolVar(&opts.Once, "once", false, "collect once, print to stdout and exit")
 	fs.StringVar(&opts.Output, "output", opts.Output, "output of -once: text or json")
 	fs.StringVar(&opts.ProcRoot, "proc-root", opts.ProcRoot, "proc filesystem to read process cgroups and environments from")
 	fs.StringVar(&opts.PodResourcesSocket, "pod-resources-socket", opts.PodResourcesSocket, "kubelet pod-resources socket (missing: no Kubernetes attribution)")
+	c := &opts.Client
+	fs.StringVar(&c.TenantID, "tenant-id", "", "tenant sent as X-Scope-OrgID on remote write and Loki push (empty: none)")
+	fs.StringVar(&c.TLSCAFile, "tls-ca-file", "", "PEM file of the CAs that sign weft's certificate (empty: system roots)")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "client certificate (PEM) for mutual TLS; re-read when it changes")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "client key (PEM) for mutual TLS; re-read when it changes")
+	fs.StringVar(&c.TLSServerName, "tls-server-name", "", "name to check weft's certificate against (default: the URL's host)")
+	fs.BoolVar(&c.TLSInsecureSkipVerify, "tls-insecure-skip-verify", false, "accept any server certificate (unsafe; for tests)")
+	fs.StringVar(&c.BasicAuthUser, "basic-auth-user", "", "HTTP basic auth user for remote write and Loki push")
+	fs.StringVar(&c.BasicAuthPasswordFile, "basic-auth-password-file", "", "file holding the basic auth password; re-read when it changes")
+	fs.StringVar(&c.BearerTokenFile, "bearer-token-file", "", "file holding a bearer token for remote write and Loki push; re-read when it changes")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	return fs, cliFlags{naming: naming, logLevel: logLevel}
 }

@@ -18,6 +18,9 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad log level", []string{"-log-level", "loud"}, 2},
 		{"bad naming", []string{"-naming", "prom", "-once", "-pod-resources-socket", ""}, 1},
 		{"bad output", []string{"-once", "-output", "xml", "-pod-resources-socket", ""}, 1},
+		{"bad tenant", []string{"-once", "-tenant-id", "a/b", "-pod-resources-socket", ""}, 1},
+		{"token and basic auth", []string{"-once", "-bearer-token-file", "t", "-basic-auth-user", "u", "-pod-resources-socket", ""}, 1},
+		{"missing token file", []string{"-remote-write-url", "https://127.0.0.1:1/api/v1/write", "-bearer-token-file", "/nonexistent/token", "-listen-addr", "", "-pod-resources-socket", ""}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -65,6 +65,9 @@ func runLogs(ctx context.Context, o options) error {
 		results = append(results, bench.RunLogTarget(ctx, t, w, ro))
 	}
 	fmt.Println(bench.LogMarkdown(w, results))
+	if err := bench.AllLogsFailed(results); err != nil {
+		return err
+	}
 	path, err := bench.WriteLogJSON(o.out, w, results, time.Now())
 	if err != nil {
 		return err

@@ -2,6 +2,9 @@
 // and VictoriaMetrics side by side on it, one at a time, on loopback.
 //
 //	weft-bench -scale small -peer-bin .build/bin -weft-bin bin/weft -out bench/results
+//
+// `weft-bench scenario NAME` replays an incident scenario into a weft
+// instead (see scenario.go and docs/scenarios.md).
 package main
 
 import (
@@ -38,6 +41,12 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "scenario" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := runScenario(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	var o options
 	fs := flag.NewFlagSet("weft-bench", flag.ExitOnError)
 	fs.StringVar(&o.mode, "mode", "metrics", "metrics (weft, Prometheus, VictoriaMetrics) or logs (weft, VictoriaLogs; see bench/logs_run.go)")
@@ -142,6 +151,9 @@ func run(ctx context.Context, o options) error {
 	}
 	ref := bench.CompareAnswers(results)
 	fmt.Println(bench.Markdown(w, results, ref))
+	if err := bench.AllFailed(results); err != nil {
+		return err
+	}
 	path, err := bench.WriteJSON(o.out, results, time.Now())
 	if err != nil {
 		return err

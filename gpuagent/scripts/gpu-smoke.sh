@@ -8,6 +8,8 @@
 #     with values in physical range;
 #   - total energy is monotonic across the two collections;
 #   - the NVML event set was registered on every GPU (XID/ECC events);
+#   - on GPUs with NVML GPM (Hopper and newer) the DCGM_FI_PROF_* figures are
+#     there, ratios in [0, 1] and byte rates non-negative;
 #   - the OTel naming and the JSON output work.
 # Exits non-zero with a "gpu-smoke: FAIL:" line on the first failed check.
 #
@@ -66,11 +68,12 @@ if grep -q '^gpu_agent_gpu_failed{.*} 1$' "$work/a.prom"; then
 	fail "GPU reported failed: $(grep '^gpu_agent_gpu_failed{.*} 1$' "$work/a.prom")"
 fi
 
-# Range checks: metric, min, max (inclusive); every GPU must have the metric.
+# Range checks: metric, min, max (inclusive) [, series expected]; by default
+# every GPU must have the metric.
 check_range() {
-	local metric=$1 lo=$2 hi=$3 n
+	local metric=$1 lo=$2 hi=$3 want=${4:-$ngpu} n
 	n=$(grep -c "^$metric{" "$work/a.prom" || true)
-	[[ $n -eq $ngpu ]] || fail "$metric: $n series for $ngpu GPU(s)"
+	[[ $n -eq $want ]] || fail "$metric: $n series for $want GPU(s)"
 	awk -v m="$metric" -v lo="$lo" -v hi="$hi" '
 		index($0, m "{") == 1 { v = $NF + 0; if (v < lo || v > hi) { print m " = " v " outside [" lo ", " hi "]: " $0; bad = 1 } }
 		END { exit bad }' "$work/a.prom" >"$work/range.txt" || fail "$(cat "$work/range.txt")"
@@ -95,6 +98,21 @@ awk '
 	END { for (u in us) if (v["DCGM_FI_DEV_FB_USED", u] + v["DCGM_FI_DEV_FB_FREE", u] > v["DCGM_FI_DEV_FB_TOTAL", u] + 1) { print "FB used+free > total for " u; bad = 1 }
 	      exit bad }' "$work/a.prom" >"$work/fb.txt" || fail "$(cat "$work/fb.txt")"
 note "values in range"
+
+# Profiling figures from NVML GPM: every GPU reporting gpu_agent_gpm_supported 1
+# has them (-once waits one GPM window for them).
+ngpm=$(grep -c '^gpu_agent_gpm_supported{.*} 1$' "$work/a.prom" || true)
+if [[ $ngpm -gt 0 ]]; then
+	for m in DCGM_FI_PROF_GR_ENGINE_ACTIVE DCGM_FI_PROF_SM_ACTIVE DCGM_FI_PROF_SM_OCCUPANCY \
+		DCGM_FI_PROF_PIPE_TENSOR_ACTIVE DCGM_FI_PROF_DRAM_ACTIVE; do
+		check_range "$m" 0 1 "$ngpm"
+	done
+	check_range DCGM_FI_PROF_PCIE_TX_BYTES 0 1e12 "$ngpm"
+	check_range DCGM_FI_PROF_PCIE_RX_BYTES 0 1e12 "$ngpm"
+	note "GPM profiling figures on $ngpm GPU(s)"
+else
+	note "no GPU with NVML GPM (before Hopper or driver before R520): no DCGM_FI_PROF_* expected"
+fi
 
 # Energy is a counter: never lower in the second collection.
 energy() { grep '^DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{' "$1" | sed 's/.*[{,]UUID="\([^"]*\)".*} \(.*\)$/\1 \2/' | sort; }

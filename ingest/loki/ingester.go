@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
 )
 
@@ -92,7 +92,7 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 			verr.add(reason, len(s.Entries), err)
 			continue
 		}
-		ps := logstore.PushStream{Labels: ls, Entries: make([]logql.Entry, 0, len(s.Entries))}
+		ps := logstore.PushStream{Labels: ls, Entries: make([]logentry.Entry, 0, len(s.Entries))}
 		streamLevel := ""
 		if !in.opts.DisableLevelDetection {
 			for _, k := range levelKeys {
@@ -108,7 +108,7 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 				verr.add(reason, 1, err)
 				continue
 			}
-			ps.Entries = append(ps.Entries, logql.Entry{Timestamp: e.Timestamp, Line: e.Line, Metadata: md})
+			ps.Entries = append(ps.Entries, logentry.Entry{Timestamp: e.Timestamp, Line: e.Line, Metadata: md})
 			st.Bytes += len(e.Line)
 		}
 		if len(ps.Entries) > 0 {
@@ -165,6 +165,9 @@ func (in *Ingester) streamLabels(sb *labels.ScratchBuilder, s Stream) (labels.La
 		return labels.EmptyLabels(), ReasonMaxLabelNames, fmt.Errorf("entry for stream '%s' has %d label names; limit %d (limits.logs.max_label_names_per_stream; service_name is not counted)",
 			ls, n, in.opts.MaxLabelNamesPerStream)
 	}
+	// The canonical context labels the stream's aliases provide (not
+	// counted against the limit: they copy labels already counted).
+	ls, _ = in.opts.Workload.AddCanonical(ls)
 	return ls, 0, nil
 }
 

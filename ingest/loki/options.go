@@ -2,11 +2,16 @@ package loki
 
 import (
 	"time"
+
+	"github.com/weftdb/weft/ingest/workload"
 )
 
 // Options configure an Ingester. Zero fields take the defaults of
 // DefaultOptions.
 type Options struct {
+	// Workload adds to every stream the canonical workload-context labels
+	// its aliases provide (workload.Mapping.AddCanonical). Nil adds none.
+	Workload *workload.Mapping
 	// MaxLineSize rejects longer lines (bytes). Default 256 KiB (Loki's
 	// max_line_size).
 	MaxLineSize int

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 )
 
 // Rule maps the source attributes in Aliases to the canonical label Name.
@@ -27,22 +28,30 @@ type Options struct {
 }
 
 // DefaultOptions returns weft's default context keys: the Kubernetes and host
-// keys of the OpenTelemetry semantic conventions and the AI keys, each with
-// the plain name as the last alias.
+// keys of the OpenTelemetry semantic conventions and the AI keys. The aliases
+// of each are, in order: the OpenTelemetry attribute, the name it gets as a
+// Prometheus label (k8s.pod.name → k8s_pod_name, as a Collector's Prometheus
+// exporter or Prometheus' promote_resource_attributes write it), the names
+// well-known exporters use (dcgm-exporter's UUID and Hostname, vLLM's
+// model_name), and the plain name last.
 func DefaultOptions() Options {
 	return Options{Rules: []Rule{
-		{Name: "namespace", Aliases: []string{"k8s.namespace.name"}},
-		{Name: "pod", Aliases: []string{"k8s.pod.name"}},
-		{Name: "container", Aliases: []string{"k8s.container.name"}},
-		{Name: "node", Aliases: []string{"k8s.node.name"}},
-		{Name: "cluster", Aliases: []string{"k8s.cluster.name"}},
-		{Name: "host", Aliases: []string{"host.name"}},
-		{Name: "model", Aliases: []string{"ai.model.name", "gen_ai.request.model", "model"}},
-		{Name: "model_version", Aliases: []string{"ai.model.version", "model_version"}},
-		{Name: "run_id", Aliases: []string{"ai.run.id", "run_id"}},
-		{Name: "dataset", Aliases: []string{"ai.dataset.name", "dataset"}},
-		{Name: "team", Aliases: []string{"ai.team", "team"}},
-		{Name: "rank", Aliases: []string{"ai.rank", "rank"}},
+		{Name: "namespace", Aliases: []string{"k8s.namespace.name", "k8s_namespace_name"}},
+		{Name: "pod", Aliases: []string{"k8s.pod.name", "k8s_pod_name"}},
+		{Name: "container", Aliases: []string{"k8s.container.name", "k8s_container_name"}},
+		{Name: "node", Aliases: []string{"k8s.node.name", "k8s_node_name"}},
+		{Name: "cluster", Aliases: []string{"k8s.cluster.name", "k8s_cluster_name"}},
+		// dcgm-exporter labels its series Hostname (hostname since #655).
+		{Name: "host", Aliases: []string{"host.name", "host_name", "Hostname", "hostname"}},
+		// vLLM labels its series model_name. dcgm-exporter's modelName is
+		// the GPU model ("NVIDIA H100 80GB HBM3") and is never an alias.
+		{Name: "model", Aliases: []string{"ai.model.name", "ai_model_name", "gen_ai.request.model", "gen_ai_request_model", "model_name", "model"}},
+		{Name: "model_version", Aliases: []string{"ai.model.version", "ai_model_version", "model_version"}},
+		{Name: "run_id", Aliases: []string{"ai.run.id", "ai_run_id", "run_id"}},
+		{Name: "dataset", Aliases: []string{"ai.dataset.name", "ai_dataset_name", "dataset"}},
+		{Name: "team", Aliases: []string{"ai.team", "ai_team", "team"}},
+		{Name: "rank", Aliases: []string{"ai.rank", "ai_rank", "rank"}},
+		// dcgm-exporter's UUID is the GPU's; gpu.uuid is OpenTelemetry's.
 		{Name: "gpu_uuid", Aliases: []string{"gpu.uuid", "hw.id", "UUID"}},
 	}}
 }
@@ -56,7 +65,17 @@ type Label struct {
 // after New and safe for concurrent use.
 type Mapping struct {
 	rules []Rule
+	// For label sources (AddCanonical): names maps each canonical name to
+	// its rule; aliasRefs each alias that differs from its rule's name to
+	// the rules naming it, with its rank there; filter is a quick pre-check
+	// over the aliases (MaybeAlias).
+	names     map[string]int
+	aliasRefs map[string][]aliasRef
+	aliases   map[string]struct{}
+	filter    [64]uint64
 }
+
+type aliasRef struct{ rule, rank int }
 
 // Sentinel errors of New.
 var (
@@ -83,7 +102,21 @@ func New(opts Options) (*Mapping, error) {
 		}
 		rules = append(rules, Rule{Name: r.Name, Aliases: append([]string(nil), r.Aliases...)})
 	}
-	return &Mapping{rules: rules}, nil
+	m := &Mapping{rules: rules, names: map[string]int{}, aliasRefs: map[string][]aliasRef{}, aliases: map[string]struct{}{}}
+	for i, r := range rules {
+		m.names[r.Name] = i
+		for rank, a := range r.Aliases {
+			if a == r.Name {
+				continue
+			}
+			m.aliasRefs[a] = append(m.aliasRefs[a], aliasRef{rule: i, rank: rank + 1})
+			m.aliases[a] = struct{}{}
+			if len(a) < len(m.filter) {
+				m.filter[len(a)] |= 1 << (a[0] & 63)
+			}
+		}
+	}
+	return m, nil
 }
 
 // MustDefault returns the Mapping of DefaultOptions.
@@ -117,6 +150,94 @@ func (m *Mapping) AppendLabels(dst []Label, lookup func(name string) (string, bo
 				dst = append(dst, Label{Name: r.Name, Value: v})
 				break
 			}
+		}
+	}
+	return dst
+}
+
+// MaybeAlias reports whether name may be an alias of a canonical label (the
+// label sources' fast pre-check: false means certainly not). A few
+// nanoseconds; a nil Mapping has no aliases.
+func (m *Mapping) MaybeAlias(name string) bool {
+	if m == nil || name == "" {
+		return false
+	}
+	if len(name) >= len(m.filter) {
+		return true
+	}
+	return m.filter[len(name)]&(1<<(name[0]&63)) != 0
+}
+
+// maxRules bounds the rules AddCanonical tracks on the stack; a mapping with
+// more rules uses the heap for the rest.
+const maxRules = 32
+
+// AddCanonical returns ls with the canonical labels it lacks and one of
+// their aliases provides: for each rule whose name is not a label of ls, the
+// first of its aliases (in rule order) that is a label of ls with a
+// non-empty value. The original labels stay, so queries on either name find
+// the stream. It is what every label source applies: remote write, Loki
+// push, weft-agent. ls is returned as it is (and false) when nothing is
+// added, which is the common case and allocates nothing.
+func (m *Mapping) AddCanonical(ls labels.Labels) (labels.Labels, bool) {
+	if m == nil || len(m.aliases) == 0 {
+		return ls, false
+	}
+	maybe := false
+	ls.Range(func(l labels.Label) {
+		if !maybe && m.MaybeAlias(l.Name) {
+			maybe = true
+		}
+	})
+	if !maybe {
+		return ls, false
+	}
+	var buf [4]Label
+	add := m.appendMissing(buf[:0], ls)
+	if len(add) == 0 {
+		return ls, false
+	}
+	b := labels.NewBuilder(ls)
+	for _, l := range add {
+		b.Set(l.Name, l.Value)
+	}
+	return b.Labels(), true
+}
+
+// appendMissing appends the labels AddCanonical adds, in rule order, with
+// one pass over ls.
+func (m *Mapping) appendMissing(dst []Label, ls labels.Labels) []Label {
+	type found struct {
+		has   bool   // the canonical name is a label
+		rank  int    // alias rank of value (1-based; 0: none found)
+		value string // value of the best alias found
+	}
+	var stack [maxRules]found
+	fs := stack[:0]
+	if len(m.rules) <= maxRules {
+		fs = stack[:len(m.rules)]
+	} else {
+		fs = make([]found, len(m.rules))
+	}
+	ls.Range(func(l labels.Label) {
+		if l.Value == "" {
+			return
+		}
+		if i, ok := m.names[l.Name]; ok {
+			fs[i].has = true
+		}
+		if !m.MaybeAlias(l.Name) {
+			return
+		}
+		for _, ref := range m.aliasRefs[l.Name] {
+			if f := &fs[ref.rule]; f.rank == 0 || ref.rank < f.rank {
+				f.rank, f.value = ref.rank, l.Value
+			}
+		}
+	})
+	for i, f := range fs {
+		if !f.has && f.rank > 0 {
+			dst = append(dst, Label{Name: m.rules[i].Name, Value: f.value})
 		}
 	}
 	return dst

@@ -8,7 +8,7 @@ import (
 
 	promchunk "github.com/prometheus/prometheus/tsdb/chunkenc"
 
-	"github.com/weftdb/weft/storage/internal/gputelemetry"
+	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
 // Benchmarks against Prometheus' XOR chunks on gputelemetry data. Run them

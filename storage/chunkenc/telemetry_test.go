@@ -7,7 +7,7 @@ import (
 
 	promchunk "github.com/prometheus/prometheus/tsdb/chunkenc"
 
-	"github.com/weftdb/weft/storage/internal/gputelemetry"
+	"github.com/weftdb/weft/internal/gputelemetry"
 )
 
 // sampleChunk is a run of one series' samples that is encoded as a unit.

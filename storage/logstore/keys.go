@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/storage/keyspace"
 	"github.com/weftdb/weft/storage/logentry"
 )
 
@@ -17,7 +18,7 @@ import (
 // one-byte tag; integers are big-endian, signed ones with the sign bit
 // flipped so that they sort numerically.
 const (
-	keyspaceLogs byte = 0x03
+	keyspaceLogs = keyspace.Logs
 
 	tagStream byte = 'S' // S id → stream label set
 	tagPart   byte = 'P' // P part id → empty: the stream has chunks or recent entries in part

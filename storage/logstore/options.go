@@ -9,14 +9,16 @@ import (
 // Options configure a Store. The zero value of a field means its default.
 type Options struct {
 	// PartitionDuration is the time partition of chunks and the unit of
-	// retention. Default 24h. It must not be longer than the index's
-	// partition duration (storage.Options.PartitionDuration, default 24h):
-	// after a restart a stream is marked in the index for the whole of each
-	// of its log partitions, which covers the index partitions only if none
-	// is shorter.
+	// retention. Zero means the index's (the substrate passes its own). It
+	// must not be longer than the index's partition duration: after a
+	// restart a stream is marked in the index for the whole of each of its
+	// log partitions, which covers the index partitions only if none is
+	// shorter.
 	PartitionDuration time.Duration
-	// Retention drops partitions that end before now - Retention. Default
-	// 30 days; negative keeps everything.
+	// Retention refuses, at Push, entries older than now minus Retention
+	// (ErrTooOld): the substrate's retention clock would drop them at its
+	// next pass (DropBefore, which the substrate calls). Zero or negative
+	// accepts every age. The substrate sets it to the log retention.
 	Retention time.Duration
 	// SealEntries seals a stream's head when it holds this many entries.
 	// Default 4096: enough lines for zstd to find repetition, small enough
@@ -54,8 +56,6 @@ type Options struct {
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
 	return Options{
-		PartitionDuration:   24 * time.Hour,
-		Retention:           30 * 24 * time.Hour,
 		SealEntries:         4096,
 		SealBytes:           1 << 20,
 		SealAge:             10 * time.Minute,
@@ -67,14 +67,8 @@ func DefaultOptions() Options {
 
 func (o Options) withDefaults() (Options, error) {
 	d := DefaultOptions()
-	if o.PartitionDuration == 0 {
-		o.PartitionDuration = d.PartitionDuration
-	}
-	if o.PartitionDuration < time.Minute {
-		return o, fmt.Errorf("partition duration %v below one minute", o.PartitionDuration)
-	}
-	if o.Retention == 0 {
-		o.Retention = d.Retention
+	if o.PartitionDuration < 0 {
+		return o, fmt.Errorf("negative partition duration %v", o.PartitionDuration)
 	}
 	if o.SealEntries <= 0 {
 		o.SealEntries = d.SealEntries

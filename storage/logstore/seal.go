@@ -189,6 +189,47 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 		st.parts = slices.Clone(st.parts[i:])
 	}
 	s.mu.Unlock()
+	return s.forgetEmpty()
+}
+
+// forgetEmpty deletes the streams with nothing left (no partition, an empty
+// head): their records and their place in memory, so that the next Open
+// does not restore into the index a stream its retention forgot. Pushes wait
+// meanwhile (dropMu), so none writes to a stream whose record goes.
+func (s *Store) forgetEmpty() error {
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []*stream
+	for _, st := range s.streams {
+		if len(st.parts) > 0 {
+			continue
+		}
+		st.mu.Lock()
+		empty := len(st.entries) == 0 && len(st.seqs) == 0 && !st.sealing
+		st.mu.Unlock()
+		if empty {
+			gone = append(gone, st)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, st := range gone {
+		if err := b.Delete(streamKey(st.id), nil); err != nil {
+			return fmt.Errorf("forget streams: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("forget streams: commit: %w", err)
+	}
+	for _, st := range gone {
+		delete(s.streams, st.id)
+	}
+	s.log.Info("log_streams_forgotten", "streams", len(gone))
 	return nil
 }
 

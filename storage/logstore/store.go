@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,9 @@ var (
 	ErrEmptyLabels = errors.New("stream has no labels")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("log store closed")
+	// ErrTooOld: an entry is older than the retention; the next retention
+	// pass would drop it.
+	ErrTooOld = errors.New("entry older than the log retention")
 	// ErrInvalidDelete: a delete request is malformed (deletes.go).
 	ErrInvalidDelete = errors.New("invalid delete request")
 	// ErrDeleteNotFound: no delete request has the ID.
@@ -54,6 +58,12 @@ type Store struct {
 	mu      sync.RWMutex
 	streams map[index.ID]*stream
 	parts   map[partMember]struct{} // P records written
+
+	// dropMu is held shared by a push from its stream lookups until the
+	// streams are registered, and exclusively by DropBefore while it
+	// forgets streams with nothing left, so that a push never writes to a
+	// stream whose record is being deleted.
+	dropMu sync.RWMutex
 
 	// sealMu is held exclusively while a seal commits its chunks and trims
 	// the head, and shared while a query snapshots heads and Pebble, so a
@@ -122,6 +132,12 @@ func Open(ctx context.Context, db *pebble.DB, ix *index.Index, opts Options) (*S
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("open log store: %w", err)
+	}
+	if opts.PartitionDuration == 0 {
+		opts.PartitionDuration = ix.PartitionDuration()
+	}
+	if opts.PartitionDuration < time.Minute || opts.PartitionDuration > ix.PartitionDuration() {
+		return nil, fmt.Errorf("open log store: partition duration %v outside [1m, %v] (the index's)", opts.PartitionDuration, ix.PartitionDuration())
 	}
 	s := &Store{
 		db:      db,
@@ -333,17 +349,31 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 		seq     uint64
 		entries []logentry.Entry
 	}
+	minT := int64(math.MinInt64)
+	if r := s.opts.Retention; r > 0 {
+		minT = s.opts.Now().Add(-r).UnixNano()
+	}
+	for _, ps := range streams {
+		if ps.Labels.IsEmpty() && len(ps.Entries) > 0 {
+			return ErrEmptyLabels
+		}
+		for _, e := range ps.Entries {
+			if e.Timestamp < minT {
+				return fmt.Errorf("%w: entry at %s, stream %s, is older than %s", ErrTooOld,
+					time.Unix(0, e.Timestamp).UTC().Format(time.RFC3339Nano), ps.Labels, s.opts.Retention)
+			}
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	var todo []pending
 	var newParts []partMember
 	var newStreams []*stream
+	s.dropMu.RLock()
+	defer s.dropMu.RUnlock()
 	for _, ps := range streams {
 		if len(ps.Entries) == 0 {
 			continue
-		}
-		if ps.Labels.IsEmpty() {
-			return ErrEmptyLabels
 		}
 		id, _, err := s.ix.GetOrCreate(index.KindLog, ps.Labels, nsToMs(ps.Entries[0].Timestamp))
 		if err != nil {
@@ -509,11 +539,6 @@ func (s *Store) maintenanceLoop() {
 		}
 		if err := s.ReclaimDeletes(ctx, s.opts.Now().Add(-s.opts.DeleteCancelPeriod).UnixNano()); err != nil && ctx.Err() == nil {
 			s.log.Error("log_delete_reclaim_failed", "err", err)
-		}
-		if s.opts.Retention > 0 {
-			if err := s.DropBefore(ctx, s.opts.Now().Add(-s.opts.Retention).UnixNano()); err != nil && ctx.Err() == nil {
-				s.log.Error("log_retention_failed", "err", err)
-			}
 		}
 		cancel()
 	}

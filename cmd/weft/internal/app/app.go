@@ -16,7 +16,6 @@ import (
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/query"
-	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
 )
@@ -28,9 +27,9 @@ import (
 type App struct {
 	opts    Options
 	logger  *slog.Logger
+	sub     *storage.Substrate
 	db      *storage.DB
 	logs    *logstore.Store
-	tail    *api.LogBroadcaster // ends Loki tail connections at shutdown
 	tracker *promql.ActiveQueryTracker
 	api     *api.Server
 	srv     *http.Server
@@ -76,35 +75,22 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
+	// One substrate owns Pebble, the index, the WAL and the retention
+	// clock, and opens every signal store on them: log streams share the
+	// index with metric series, so one label selector finds both.
 	sopts := opts.Storage
 	sopts.Logger = logger.With("component", "storage")
-	db, err := storage.Open(ctx, opts.DataDir, sopts)
+	sopts.Logs = opts.LogStore
+	sub, err := storage.OpenSubstrate(ctx, opts.DataDir, sopts)
 	if err != nil {
 		return nil, fmt.Errorf("open storage %s: %w", opts.DataDir, err)
 	}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, db.Close())
+			err = errors.Join(err, sub.Close())
 		}
 	}()
-
-	// Log streams live in the same Pebble database and the same index as
-	// metric series, so one label selector finds both.
-	lopts := opts.LogStore
-	lopts.Logger = logger.With("component", "logstore")
-	lopts.PartitionDuration = sopts.PartitionDuration
-	// One retention for both: dropping an index partition for metrics
-	// drops it for the log streams in it too.
-	lopts.Retention = sopts.Retention
-	logs, err := logstore.Open(ctx, db.Pebble(), db.Index(), lopts)
-	if err != nil {
-		return nil, fmt.Errorf("open log store: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, logs.Close())
-		}
-	}()
+	db, logs := sub.Metrics(), sub.Logs()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -127,81 +113,33 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	qopts.ActiveQueryTracker = tracker
 	qopts.Logger = logger.With("component", "query engine")
 	qopts.Registerer = reg
-	engine := query.NewEngine(qopts)
-
-	rwopts := opts.RemoteWrite
-	rwopts.Logger = logger.With("component", "remote write")
-	rwopts.Registerer = reg
-
-	oopts := opts.OTLP
-	oopts.Logger = logger.With("component", "otlp")
-	oopts.Registerer = reg
-	ing, err := api.NewOTLPIngester(db, oopts, storage.ErrInvalidLabels)
-	if err != nil {
-		return nil, err
-	}
-	oopts.Ingester = ing
-	otlpHandler := api.NewOTLPHandler(db, oopts)
-
-	// OTLP logs share the Loki push limits, the metrics receiver's
-	// workload-context rules and its transport limits.
-	lgopts := api.DefaultOTLPLogsOptions()
-	lgopts.Ingest.Loki = opts.Loki.Ingest
-	lgopts.Ingest.Workload = oopts.Ingest.Workload
-	lgopts.Ingest.IndexLabels = opts.OTLPLogIndexLabels
-	lgopts.MaxRequestBytes = oopts.MaxRequestBytes
-	lgopts.RetryAfter = oopts.RetryAfter
-	lgopts.Logger = logger.With("component", "otlp logs")
-	lgopts.Registerer = reg
-	// One broadcaster: the Loki tail endpoint sees Loki and OTLP pushes.
-	tail := api.NewLogBroadcaster()
-	lgopts.Broadcaster = tail
-	lging, err := api.NewOTLPLogsIngester(logs, lgopts)
-	if err != nil {
-		return nil, err
-	}
-	lgopts.Ingester = lging
-	otlpLogsHandler := api.NewOTLPLogsHandler(logs, lgopts)
 
 	aopts := api.DefaultOptions()
 	aopts.Logger = logger.With("component", "api")
 	aopts.Registerer = reg
 	aopts.Gatherer = reg
 	aopts.Storage = db
-	// Instant queries read only each series' latest sample where the head
-	// knows it (storage.WithLatestSampleSelects), and aggregations over a
-	// selector are evaluated next to the storage (query.AggregationPushdown).
-	aopts.Engine = query.AggregationPushdown(
-		query.LatestSampleEngine(engine, storage.LatestSampleQueryable),
-		query.PushdownOptions{Timeout: qopts.Timeout})
+	aopts.Engine = query.NewEngine(qopts)
 	aopts.Metadata = db
 	aopts.Admin = db
 	aopts.Cardinality = &cardinality{db: db}
-	aopts.RemoteWrite = api.NewRemoteWriteHandler(db, rwopts)
-	lkopts := opts.Loki
-	lkopts.Logger = logger.With("component", "loki")
-	lkopts.Registerer = reg
-	lkopts.Broadcaster = tail
-	lkopts.BuildInfo = opts.BuildInfo
-	lkopts.EnableDelete = opts.EnableAdminAPI
-	lokiHandler := api.NewLokiHandler(logs, logql.NewEngine(logs, opts.LogQL), lkopts)
-	aopts.Handlers = map[string]http.Handler{
-		"/otlp/v1/metrics":        otlpHandler,
-		"/api/v1/otlp/v1/metrics": otlpHandler,
-		"/otlp/v1/logs":           otlpLogsHandler,
-		"/loki/":                  lokiHandler,
-		"/ready":                  lokiHandler,
-	}
-	// Compatibility endpoints other tools expect (docs/import-export.md).
-	fedopts := api.DefaultFederateOptions()
-	fedopts.LookbackDelta = opts.Query.LookbackDelta
-	fedopts.Logger = logger.With("component", "federate")
-	aopts.Handlers["GET /federate"] = api.NewFederateHandler(db, fedopts)
-	aopts.Handlers["/api/v1/export"] = api.NewVMExportHandler(db, api.VMExportOptions{Logger: logger.With("component", "export")})
-	impopts := api.DefaultVMImportOptions()
-	impopts.Ingest, impopts.Registerer = rwopts.Ingest, reg
-	impopts.Logger = logger.With("component", "import")
-	aopts.Handlers["POST /api/v1/import"] = api.NewVMImportHandler(db, impopts)
+	aopts.Appendable = db
+	aopts.RemoteWrite = opts.RemoteWrite
+	aopts.RemoteWrite.Logger = logger.With("component", "remote write")
+	aopts.OTLP = opts.OTLP
+	aopts.OTLP.Logger = logger.With("component", "otlp")
+	aopts.Logs = logs
+	aopts.LogQL = opts.LogQL
+	aopts.Loki = opts.Loki
+	aopts.Loki.Logger = logger.With("component", "loki")
+	aopts.Workload = opts.Workload
+	// OTLP logs share the Loki push limits and the metrics receiver's
+	// transport limits.
+	aopts.OTLPLogs.Ingest.Loki = opts.Loki.Ingest
+	aopts.OTLPLogs.MaxRequestBytes = opts.OTLP.MaxRequestBytes
+	aopts.OTLPLogs.RetryAfter = opts.OTLP.RetryAfter
+	aopts.OTLPLogs.Logger = logger.With("component", "otlp logs")
+	aopts.OTLPLogs.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo
@@ -218,9 +156,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	a := &App{
 		opts:    opts,
 		logger:  logger,
+		sub:     sub,
 		db:      db,
 		logs:    logs,
-		tail:    tail,
 		tracker: tracker,
 		api:     srvAPI,
 		srv: &http.Server{
@@ -232,19 +170,14 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		serveErr:  make(chan error, 1),
 	}
 	if opts.OTLPHTTPAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/v1/metrics", otlpHandler)
-		mux.Handle("/v1/logs", otlpLogsHandler)
 		a.otlpHTTP = &http.Server{
-			Handler:           mux,
+			Handler:           srvAPI.OTLPHandler(),
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
 	}
 	if opts.OTLPGRPCAddr != "" {
-		a.otlpGRPC = grpc.NewServer(api.OTLPGRPCServerOptions(oopts)...)
-		api.RegisterOTLPGRPC(a.otlpGRPC, db, oopts)
-		api.RegisterOTLPLogsGRPC(a.otlpGRPC, logs, lgopts)
+		a.otlpGRPC = srvAPI.NewOTLPGRPCServer()
 	}
 	return a, nil
 }
@@ -356,7 +289,7 @@ func (a *App) Stop(ctx context.Context) error {
 			if err := <-a.serveErr; err != nil {
 				errs = append(errs, fmt.Errorf("serve http: %w", err))
 			}
-			a.tail.Close() // Shutdown does not wait for WebSocket connections
+			a.api.Close() // Shutdown does not wait for WebSocket (tail) connections
 			if a.otlpHTTP != nil {
 				if err := a.otlpHTTP.Shutdown(ctx); err != nil {
 					errs = append(errs, fmt.Errorf("drain otlp http: %w", err))
@@ -371,13 +304,10 @@ func (a *App) Stop(ctx context.Context) error {
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
 		}
-		if err := a.logs.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close log store: %w", err))
+		if err := a.sub.Flush(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush storage: %w", err))
 		}
-		if err := a.db.Flush(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("flush head: %w", err))
-		}
-		if err := a.db.Close(); err != nil {
+		if err := a.sub.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close storage: %w", err))
 		}
 		a.stopErr = errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
@@ -38,9 +39,11 @@ type Options struct {
 	// main listener serves OTLP/HTTP too, at /otlp/v1/metrics and
 	// /api/v1/otlp/v1/metrics.
 	OTLPGRPCAddr, OTLPHTTPAddr string
-	// OTLP configures the OTLP receiver: translation, workload context,
-	// delta state, limits.
+	// OTLP configures the OTLP receiver: translation, delta state, limits.
 	OTLP api.OTLPOptions
+	// Workload is the workload-context mapping of every ingest path
+	// (OTLP, remote write, Loki push; docs/workload-context.md).
+	Workload workload.Options
 	// LogStore configures the log store. Its partition duration and
 	// retention are the metric store's (they share the index).
 	LogStore logstore.Options
@@ -89,6 +92,7 @@ func DefaultOptions() Options {
 		QueryMaxConcurrency: query.DefaultMaxConcurrency,
 		RemoteWrite:         api.DefaultRemoteWriteOptions(),
 		OTLP:                api.DefaultOTLPOptions(),
+		Workload:            workload.DefaultOptions(),
 		LogStore:            logstore.DefaultOptions(),
 		Loki:                api.DefaultLokiOptions(),
 		LogQL:               logql.DefaultEngineOptions(),

@@ -1,4 +1,4 @@
-package storage
+package query_test
 
 import (
 	"context"
@@ -9,30 +9,12 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/storage"
 )
 
-// testOptions are the options every test store uses: no background loop (the
-// tests drive maintenance themselves), a fixed clock far enough in the future
-// that promqltest's 1970 timestamps are never "too far in the future".
-func testOptions() Options {
-	o := DefaultOptions()
-	o.CheckpointInterval = -1
-	return o
-}
-
-// openTestDB opens a store in a fresh temporary directory, closed at cleanup.
-func openTestDB(tb testing.TB, opts Options) *DB {
-	tb.Helper()
-	db, err := Open(context.Background(), tb.TempDir(), opts)
-	if err != nil {
-		tb.Fatalf("open: %v", err)
-	}
-	tb.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
 // TestPromQLConformance runs Prometheus' built-in PromQL test files against
-// weft's store, with the engine configured as promqltest.NewTestEngine does.
+// weft's store, with the engine configured as promqltest.NewTestEngine does
+// and weft's optimizations applied from the same list the server uses.
 func TestPromQLConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("promqltest suite is long")
@@ -45,12 +27,12 @@ func TestPromQLConformance(t *testing.T) {
 		engine          promql.QueryEngine
 	}{
 		// Default chunking: most test series stay in the head. Queries
-		// run as weft's server runs them: aggregations pushed down
-		// (query.AggregationPushdown) and instant queries with
-		// latest-sample selects (LatestSampleQueryable).
-		{"default", 0, query.AggregationPushdown(query.LatestSampleEngine(engine, LatestSampleQueryable), query.PushdownOptions{})},
+		// run as weft's server runs them (query.DefaultOptimizations):
+		// instant queries with latest-sample selects, aggregations pushed
+		// down.
+		{"default", 0, query.Optimize(engine, query.DefaultOptimizations(query.DefaultEngineOptions())...)},
 		// The engine alone, as a Prometheus server would run it.
-		{"engine_only", 0, engine},
+		{"engine_only", 0, query.Optimize(engine)},
 		// 30 samples per chunk: most samples are read back from sealed
 		// chunks in Pebble, across many chunk boundaries. (With 4, two evals
 		// of native_histograms.test at line 2017/2022 fail: a Prometheus
@@ -59,15 +41,21 @@ func TestPromQLConformance(t *testing.T) {
 		// that then starts a chunk; Prometheus' own head fails them the same
 		// way with such small chunks.)
 		// Aggregations are pushed down here too, reading those chunks.
-		{"small_chunks", 30, query.AggregationPushdown(engine, query.PushdownOptions{})},
+		{"small_chunks", 30, query.Optimize(engine, query.PushdownAggregations(query.PushdownOptions{}))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			promqltest.RunBuiltinTestsWithStorage(t, tc.engine, func(tb testing.TB) promstorage.Storage {
-				opts := testOptions()
+				opts := storage.DefaultOptions()
+				opts.CheckpointInterval = -1
 				// promqltest loads 1970 timestamps; retention must not drop them.
-				opts.Retention = -1
+				opts.Retention, opts.RetentionInterval = -1, -1
 				opts.SamplesPerChunk = tc.samplesPerChunk
-				return openTestDB(tb, opts)
+				db, err := storage.Open(context.Background(), tb.TempDir(), opts)
+				if err != nil {
+					tb.Fatalf("open: %v", err)
+				}
+				tb.Cleanup(func() { _ = db.Close() })
+				return db
 			})
 		})
 	}

@@ -1,0 +1,139 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weftdb/weft/ingest/workload"
+	"github.com/weftdb/weft/query/logql"
+)
+
+// route is one entry of the route table.
+type route struct {
+	pattern string       // http.ServeMux pattern
+	name    string       // handler label of weft_http_* metrics; "" when h counts itself
+	h       http.Handler // the handler
+	ready   bool         // answers 503 until the server is ready
+}
+
+// routes is the route table of the main port: every route weft serves is
+// here, built from opts. Each route has its own handler label.
+func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
+	// One workload-context mapping for every ingest path.
+	ctx, err := workload.New(opts.Workload)
+	if err != nil {
+		return nil, fmt.Errorf("workload context: %w", err)
+	}
+	opts.OTLP.Ingest.Workload = opts.Workload
+	opts.OTLPLogs.Ingest.Workload = opts.Workload
+	opts.RemoteWrite.Ingest.Workload = ctx
+	opts.Loki.Ingest.Workload = ctx
+	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
+
+	promAPI, err := newPrometheusAPI(opts, s, instr)
+	if err != nil {
+		return nil, fmt.Errorf("mount prometheus api: %w", err)
+	}
+	rs := []route{
+		// Prometheus' own API counts each of its routes (newPrometheusAPI).
+		{pattern: "/api/v1/", h: promAPI},
+		// weft's own answers for what Prometheus takes from its scrape
+		// manager or what weft serves differently.
+		{pattern: "GET /api/v1/metadata", name: "/api/v1/metadata", h: &metadataHandler{reader: opts.Metadata, logger: opts.Logger}, ready: true},
+		{pattern: "POST /api/v1/write", name: "/api/v1/write", h: remoteWriteRoute(opts), ready: true},
+		{pattern: "POST /api/v1/admin/tsdb/snapshot", name: "/api/v1/admin/tsdb/snapshot", h: s.snapshotHandler(opts), ready: true},
+		{pattern: "PUT /api/v1/admin/tsdb/snapshot", name: "/api/v1/admin/tsdb/snapshot", h: s.snapshotHandler(opts), ready: true},
+		{pattern: "GET /-/healthy", name: "/-/healthy", h: textHandler("weft is Healthy.\n")},
+		{pattern: "GET /-/ready", name: "/-/ready", h: textHandler("weft is Ready.\n"), ready: true},
+		{pattern: "GET /metrics", name: "/metrics", h: promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
+			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
+			EnableOpenMetrics: true,
+		})},
+		// Go runtime profiles (heap, CPU, goroutines), where Prometheus
+		// serves them, for `go tool pprof http://host:9338/debug/pprof/heap`.
+		{pattern: "GET /debug/pprof/", h: http.HandlerFunc(pprof.Index)},
+		{pattern: "GET /debug/pprof/cmdline", h: http.HandlerFunc(pprof.Cmdline)},
+		{pattern: "GET /debug/pprof/profile", h: http.HandlerFunc(pprof.Profile)},
+		{pattern: "GET /debug/pprof/symbol", h: http.HandlerFunc(pprof.Symbol)},
+		{pattern: "GET /debug/pprof/trace", h: http.HandlerFunc(pprof.Trace)},
+	}
+
+	// OTLP/HTTP on the main port; the same receivers serve the OTLP ports.
+	if opts.Appendable != nil {
+		m := newMetricsSignal(opts.Appendable, opts.OTLP)
+		s.otlp = append(s.otlp, m)
+		rs = append(rs,
+			route{pattern: "/otlp/v1/metrics", name: "/otlp/v1/metrics", h: m},
+			route{pattern: "/api/v1/otlp/v1/metrics", name: "/api/v1/otlp/v1/metrics", h: m},
+		)
+	}
+	if opts.Logs != nil {
+		lo := opts.Loki
+		lo.Broadcaster = s.tail
+		if lo.Logger == nil {
+			lo.Logger = opts.Logger
+		}
+		loki := newLokiAPI(opts.Logs, logql.NewEngine(opts.Logs, opts.LogQL), lo)
+		rs = append(rs, loki.routes()...)
+
+		lg := opts.OTLPLogs
+		lg.Broadcaster = s.tail
+		l := newLogsSignal(opts.Logs, lg)
+		s.otlp = append(s.otlp, l)
+		rs = append(rs, route{pattern: "/otlp/v1/logs", name: "/otlp/v1/logs", h: l})
+	}
+	rs = append(rs, compatRoutes(opts)...) // federate, import, export (compat_routes.go)
+	for _, sig := range s.otlp {
+		if sig.initErr != nil {
+			return nil, fmt.Errorf("otlp %s receiver: %w", sig.name, sig.initErr)
+		}
+	}
+	return rs, nil
+}
+
+// remoteWriteRoute is the remote-write receiver over opts.Appendable, or a
+// 404 without one.
+func remoteWriteRoute(opts Options) http.Handler {
+	if opts.Appendable == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "remote write receiver is not enabled", http.StatusNotFound)
+		})
+	}
+	rw := opts.RemoteWrite
+	if rw.Logger == nil {
+		rw.Logger = opts.Logger
+	}
+	if rw.Registerer == nil {
+		rw.Registerer = opts.Registerer
+	}
+	return NewRemoteWriteHandler(opts.Appendable, rw)
+}
+
+// snapshotHandler answers Prometheus' snapshot endpoint: Prometheus' handler
+// creates a directory under the data directory before asking the storage;
+// weft has no snapshots, so it answers before anything is created, with
+// Prometheus' errors.
+func (s *Server) snapshotHandler(opts Options) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !opts.EnableAdmin {
+			respondError(w, s.logger, errorUnavailable, errors.New("admin APIs disabled"))
+			return
+		}
+		respondError(w, s.logger, errorInternal, fmt.Errorf("create snapshot: %w", errNoSnapshots))
+	})
+}
+
+// textHandler answers 200 with a fixed plain-text body.
+func textHandler(body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, body)
+	})
+}

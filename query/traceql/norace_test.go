@@ -1,0 +1,5 @@
+//go:build !race
+
+package traceql
+
+const raceEnabled = false

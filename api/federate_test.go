@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math"
@@ -26,9 +27,19 @@ func federate(tb testing.TB, h http.Handler, accept string, matches ...string) (
 	tb.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/federate?"+url.Values{"match[]": matches}.Encode(), nil)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
+	return request(tb, http.MethodGet, srv.URL+"/federate?"+url.Values{"match[]": matches}.Encode(), "Accept", accept, nil)
+}
+
+// request sends one request with an optional header (skipped when value
+// is empty) and returns the status, the headers and the body.
+func request(tb testing.TB, method, u, header, value string, body []byte) (int, http.Header, []byte) {
+	tb.Helper()
+	req, err := http.NewRequest(method, u, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if value != "" {
+		req.Header.Set(header, value)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -37,17 +37,8 @@ func importExportServer(tb testing.TB, reg prometheus.Registerer) *httptest.Serv
 
 func post(tb testing.TB, u, enc string, body []byte) (int, string) {
 	tb.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
-	if enc != "" {
-		req.Header.Set("Content-Encoding", enc)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, _, b := request(tb, http.MethodPost, u, "Content-Encoding", enc, body)
+	return code, string(b)
 }
 
 type exportedLine struct {

@@ -473,4 +473,3 @@ func getJSON(u string, data any) error {
 	}
 	return json.Unmarshal(env.Data, data)
 }
-

@@ -499,8 +499,12 @@ func (a *lokiAPI) countPush(req *loki.Request, st loki.Stats, err error) {
 		for _, s := range req.Streams {
 			n += len(s.Entries)
 		}
-		if errors.Is(err, logstore.ErrEmptyLabels) {
+		switch {
+		case errors.Is(err, logstore.ErrEmptyLabels):
 			a.counters.reject(ingestPathLokiPush, ingestTypeLogLine, loki.ReasonMissingLabels.String(), int64(n))
+			return
+		case errors.Is(err, logstore.ErrTooOld): // the store refused the push whole
+			a.counters.reject(ingestPathLokiPush, ingestTypeLogLine, loki.ReasonTooOld.String(), int64(n))
 			return
 		}
 		a.counters.observeLogs(ingestPathLokiPush, 0, nil, int64(n))

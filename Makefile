@@ -21,19 +21,35 @@ GOTEST_FLAGS ?= -race -timeout 15m
 
 export WEFT_PEER_BIN := $(PEER_BIN)
 
+# VERSION is stamped into weft (weft -version, status/buildinfo of the
+# Prometheus and Loki APIs): the nearest v* tag without its "v", else
+# 0.0.0-dev+<commit>. `go install ...@vX.Y.Z` builds report X.Y.Z from the
+# module version instead; other builds 0.0.0-dev.
+VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null); \
+	if [ -n "$$v" ]; then echo "$${v#v}"; else c=$$(git rev-parse --short HEAD 2>/dev/null); echo "0.0.0-dev$${c:++$$c}"; fi)
+LDFLAGS ?= -X main.version=$(VERSION)
+
 .PHONY: proto all build run test test-unit lint check peers bench-compare clean fuzz web web-check chromium
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## run: build and start the weft server: data in ./weft-data, HTTP on :9338
-## (Prometheus API, remote write at /api/v1/write, /metrics). Ctrl-C stops it
+## run: build and start the weft server: data in $(DATA_DIR), HTTP on
+## $(HTTP_ADDR) (Prometheus and Loki APIs, remote write, /metrics), OTLP on
+## the same host at :4317 (gRPC) and :4318 (HTTP) unless OTLP_GRPC_ADDR /
+## OTLP_HTTP_ADDR say otherwise (empty disables one). Ctrl-C stops it
 ## gracefully (the head is flushed).
+##   make run HTTP_ADDR=127.0.0.1:9338   # everything on loopback only
+DATA_DIR  ?= ./weft-data
+HTTP_ADDR ?= :9338
+HTTP_HOST  = $(shell echo '$(HTTP_ADDR)' | sed 's/:[^:]*$$//')
+OTLP_GRPC_ADDR ?= $(HTTP_HOST):4317
+OTLP_HTTP_ADDR ?= $(HTTP_HOST):4318
 run:
-	$(GO) build -o $(BIN)/weft ./cmd/weft
-	./$(BIN)/weft -data-dir ./weft-data -http-addr :9338
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/weft ./cmd/weft
+	./$(BIN)/weft -data-dir '$(DATA_DIR)' -http-addr '$(HTTP_ADDR)' -otlp-grpc-addr '$(OTLP_GRPC_ADDR)' -otlp-http-addr '$(OTLP_HTTP_ADDR)'
 
 ## test: format, vet and import checks, then every test with -race.
 ## vet runs without -stdmethods: Prometheus' chunkenc.Iterator has Seek(int64) ValueType,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,9 +75,33 @@ type CardinalityStat struct {
 	Value uint64
 }
 
-// BuildInfo is reported by /api/v1/status/buildinfo.
+// BuildInfo is reported by /api/v1/status/buildinfo and Loki's
+// status/buildinfo.
 type BuildInfo struct {
 	Version, Revision, Branch, BuildUser, BuildDate, GoVersion string
+}
+
+// defaultBuildInfo is what a server that was told nothing reports.
+func defaultBuildInfo() BuildInfo {
+	return BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"}
+}
+
+// withDefaults fills empty fields from defaultBuildInfo, and GoVersion
+// with the running Go version.
+func (bi BuildInfo) withDefaults() BuildInfo {
+	d := defaultBuildInfo()
+	for _, f := range []struct {
+		dst *string
+		def string
+	}{
+		{&bi.Version, d.Version}, {&bi.Revision, d.Revision}, {&bi.Branch, d.Branch},
+		{&bi.BuildUser, d.BuildUser}, {&bi.BuildDate, d.BuildDate}, {&bi.GoVersion, runtime.Version()},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.def
+		}
+	}
+	return bi
 }
 
 // Options configures the HTTP handler. Storage and Engine are required.
@@ -183,6 +208,6 @@ func DefaultOptions() Options {
 		OTLPTraces:    DefaultOTLPTracesOptions(),
 		Tempo:         DefaultTempoOptions(),
 		Workload:      workload.DefaultOptions(),
-		BuildInfo:     BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"},
+		BuildInfo:     defaultBuildInfo(),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/ingest/otlp"
@@ -36,6 +37,9 @@ type OTLPOptions struct {
 	RetryAfter time.Duration
 	// Logger receives request failures; nil discards them.
 	Logger *slog.Logger
+	// Registerer receives the weft_ingest_* counters (path otlp_metrics);
+	// nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // DefaultOTLPOptions returns the documented defaults (docs/otlp.md).

@@ -27,12 +27,14 @@ func newMetricsSignal(app promstorage.AppendableV2, opts OTLPOptions) *otlpSigna
 	// weft's storage refuses invalid label sets with ErrInvalidLabels: a
 	// rejected point, not a storage failure.
 	ing, err := NewOTLPIngester(app, opts, weftstorage.ErrInvalidLabels)
+	counters := newIngestCounters(opts.Registerer)
 	s.export = func(ctx context.Context, body []byte, json bool) (otlpResult, error) {
 		er := pmetricotlp.NewExportRequest()
 		if err := otlpDecode(er, body, json); err != nil {
 			return otlpResult{}, decodeErr("metrics", err)
 		}
 		res, err := ing.Ingest(ctx, er.Metrics())
+		counters.observeOTLPMetrics(res, err)
 		if err != nil {
 			return otlpResult{}, fmt.Errorf("ingest OTLP metrics: %w", err)
 		}

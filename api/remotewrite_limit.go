@@ -116,6 +116,9 @@ type rwMetrics struct {
 
 	samples, histograms, exemplars prometheus.Counter
 	byReason                       [ingest.NumReasons]prometheus.Counter
+
+	// shared are the weft_ingest_* counters of every ingest path.
+	shared *ingestCounters
 }
 
 func newRWMetrics(reg prometheus.Registerer) *rwMetrics {
@@ -144,6 +147,7 @@ func newRWMetrics(reg prometheus.Registerer) *rwMetrics {
 	for r := range ingest.NumReasons {
 		m.byReason[r] = m.rejected.WithLabelValues(r.String())
 	}
+	m.shared = newIngestCounters(reg)
 	return m
 }
 
@@ -162,6 +166,7 @@ func registerOrExisting[C prometheus.Collector](reg prometheus.Registerer, c C) 
 }
 
 func (m *rwMetrics) observe(res *ingest.Result) {
+	m.shared.observeRemoteWrite(ingestPathRemoteWrite, res)
 	if res.Samples > 0 {
 		m.samples.Add(float64(res.Samples))
 	}

@@ -36,6 +36,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	opts.OTLPTraces.Ingest.Workload = opts.Workload
 	opts.RemoteWrite.Ingest.Workload = ctx
 	opts.Loki.Ingest.Workload = ctx
+	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
 
 	promAPI, err := newPrometheusAPI(opts, s, instr)
 	if err != nil {
@@ -110,6 +111,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	// Rules and alerts: the Loki ruler's endpoints and /-/reload
 	// (rules.go); /api/v1/rules and /api/v1/alerts are Prometheus' own.
 	rs = append(rs, s.rulesRoutes(opts)...)
+	rs = append(rs, compatRoutes(opts)...) // federate, import, export (compat_routes.go)
 	for _, sig := range s.otlp {
 		if sig.initErr != nil {
 			return nil, fmt.Errorf("otlp %s receiver: %w", sig.name, sig.initErr)

@@ -83,22 +83,13 @@ type fileConfig struct {
 			MaxLabelsPerSeries *int      `yaml:"max_labels_per_series"`
 			MaxFutureSkew      *duration `yaml:"max_future_skew"`
 		} `yaml:"remote_write"`
-		Logs struct {
-			MaxPushBodyBytes           *int64    `yaml:"max_push_body_bytes"`
-			MaxLineSize                *int      `yaml:"max_line_size"`
-			MaxLabelNamesPerStream     *int      `yaml:"max_label_names_per_stream"`
-			MaxLabelNameLength         *int      `yaml:"max_label_name_length"`
-			MaxLabelValueLength        *int      `yaml:"max_label_value_length"`
-			MaxStructuredMetadataSize  *int      `yaml:"max_structured_metadata_size"`
-			MaxStructuredMetadataPairs *int      `yaml:"max_structured_metadata_pairs"`
-			CreationGracePeriod        *duration `yaml:"creation_grace_period"`
-			RejectOlderThan            *duration `yaml:"reject_older_than"`
-		} `yaml:"logs"`
+		Logs logLimits `yaml:"logs"`
 		OTLP struct {
 			MaxRequestBytes *int64 `yaml:"max_request_bytes"`
 		} `yaml:"otlp"`
 	} `yaml:"limits"`
-	HTTP struct {
+	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
+	HTTP     struct {
 		EnableAdminAPI  *bool     `yaml:"enable_admin_api"`
 		CORSOrigin      *string   `yaml:"cors_origin"`
 		ShutdownTimeout *duration `yaml:"shutdown_timeout"`
@@ -268,17 +259,10 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setInt64(&opts.RemoteWrite.MaxInFlightBytes, rw.MaxInFlightBytes)
 	setInt(&opts.RemoteWrite.Ingest.MaxLabelsPerSeries, rw.MaxLabelsPerSeries)
 	setDur(&opts.RemoteWrite.Ingest.MaxFutureSkew, rw.MaxFutureSkew)
-
-	ll, li := c.Limits.Logs, &opts.Loki.Ingest
-	setInt64(&opts.Loki.MaxPushBodySize, ll.MaxPushBodyBytes)
-	setInt(&li.MaxLineSize, ll.MaxLineSize)
-	setInt(&li.MaxLabelNamesPerStream, ll.MaxLabelNamesPerStream)
-	setInt(&li.MaxLabelNameLength, ll.MaxLabelNameLength)
-	setInt(&li.MaxLabelValueLength, ll.MaxLabelValueLength)
-	setInt(&li.MaxStructuredMetadataSize, ll.MaxStructuredMetadataSize)
-	setInt(&li.MaxStructuredMetadataPairs, ll.MaxStructuredMetadataPairs)
-	setDur(&li.CreationGracePeriod, ll.CreationGracePeriod)
-	setDur(&li.RejectOlderThan, ll.RejectOlderThan)
+	if err := c.Limits.Logs.apply(opts); err != nil {
+		return err
+	}
+	c.OTLPLogs.apply(opts)
 
 	setInt64(&opts.OTLP.MaxRequestBytes, c.Limits.OTLP.MaxRequestBytes)
 

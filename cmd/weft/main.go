@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,8 +32,15 @@ const (
 	exitUsage = 2
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is set at build time with -ldflags "-X main.version=1.2.3" (the
+// Makefile does, from git describe); without it the module version a
+// `go install github.com/weftdb/weft/cmd/weft@v1.2.3` records is used, else
+// devVersion. See buildVersion.
+var version string
+
+// devVersion is the version of a build that says none: semver, lower than
+// any release.
+const devVersion = "0.0.0-dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -126,7 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		return opts, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if *showVer {
-		fmt.Fprintf(stderr, "weft %s (%s)\n", version, runtime.Version())
+		fmt.Fprintf(stderr, "weft %s (%s)\n", buildVersion(), runtime.Version())
 		return opts, flag.ErrHelp
 	}
 
@@ -226,9 +234,21 @@ func (d *durationFlag) Set(s string) error {
 	return nil
 }
 
+// buildVersion returns the semver of this binary, without a leading "v":
+// the -ldflags value, else the main module's version, else devVersion.
+func buildVersion() string {
+	if version != "" {
+		return strings.TrimPrefix(version, "v")
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return strings.TrimPrefix(info.Main.Version, "v")
+	}
+	return devVersion
+}
+
 // buildInfo reports the version and the VCS state the binary was built from.
 func buildInfo() api.BuildInfo {
-	bi := api.BuildInfo{Version: version, Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown", GoVersion: runtime.Version()}
+	bi := api.BuildInfo{Version: buildVersion(), Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown", GoVersion: runtime.Version()}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			switch s.Key {

@@ -149,7 +149,7 @@ func TestUsageErrors(t *testing.T) {
 		out  string
 	}{
 		{"help", []string{"-help"}, exitOK, "-otlp-grpc-addr"},
-		{"version", []string{"-version"}, exitOK, "weft " + version},
+		{"version", []string{"-version"}, exitOK, "weft " + buildVersion()},
 		{"unknown flag", []string{"-nope"}, exitUsage, "flag provided but not defined"},
 		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
 		{"unknown config key", []string{"-config", bad}, exitUsage, `line 2: unknown key "retension" in storage; valid keys: retention, signal_retention,`},

@@ -1,6 +1,7 @@
 package loki
 
 import (
+	"bytes"
 	"compress/flate"
 	"errors"
 	"fmt"
@@ -18,12 +19,20 @@ var ErrTooLarge = errors.New("push request too large")
 
 // DecodeBody reads and decodes a push body given its Content-Type and
 // Content-Encoding header values, as Loki does: application/json is JSON,
-// any other type is snappy-compressed protobuf; Content-Encoding gzip or
-// deflate is removed first. No more than maxBytes are read or decompressed.
+// any other type is snappy-compressed (raw block format) protobuf.
+// Content-Encoding gzip or deflate is removed first; snappy (which some
+// clients send for the protobuf body's own compression) changes nothing, as
+// in Loki. A JSON body with Content-Encoding snappy is taken as plain JSON,
+// as Loki takes it, or, when it does not start like JSON, snappy-decoded
+// (a client that compressed it as the header says). No more than maxBytes
+// are read or decompressed.
 func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes int64) (*Request, error) {
 	r := body
+	snappyEncoded := false
 	switch strings.ToLower(strings.TrimSpace(contentEncoding)) {
 	case "", "identity":
+	case "snappy":
+		snappyEncoded = true
 	case "gzip":
 		zr, err := gzip.NewReader(body)
 		if err != nil {
@@ -36,7 +45,7 @@ func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes in
 		defer fr.Close()
 		r = fr
 	default:
-		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q", ErrMalformed, contentEncoding)
+		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q (supported: gzip, deflate, snappy)", ErrMalformed, contentEncoding)
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
 	if err != nil {
@@ -47,18 +56,46 @@ func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes in
 	}
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == "application/json" {
-		return DecodeJSON(b)
+		if !snappyEncoded || looksLikeJSON(b) {
+			req, err := DecodeJSON(b)
+			if err == nil || !snappyEncoded {
+				return req, err
+			}
+		}
+		raw, err := decodeSnappy(b, maxBytes, "JSON body")
+		if err != nil {
+			return nil, err
+		}
+		return DecodeJSON(raw)
 	}
+	raw, err := decodeSnappy(b, maxBytes, "protobuf body")
+	if err != nil {
+		return nil, err
+	}
+	return DecodeProto(raw)
+}
+
+// decodeSnappy decodes a raw snappy block of at most maxBytes decoded.
+func decodeSnappy(b []byte, maxBytes int64, what string) ([]byte, error) {
 	n, err := s2.DecodedLen(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %s is not valid snappy (%w)", ErrMalformed, what, err)
 	}
 	if int64(n) > maxBytes {
-		return nil, fmt.Errorf("%w: decompresses to %d bytes, limit %d", ErrTooLarge, n, maxBytes)
+		return nil, fmt.Errorf("%w: %s decompresses to %d bytes, limit %d", ErrTooLarge, what, n, maxBytes)
 	}
 	raw, err := s2.Decode(nil, b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %s is not valid snappy (%w)", ErrMalformed, what, err)
 	}
-	return DecodeProto(raw)
+	return raw, nil
+}
+
+// looksLikeJSON reports whether b starts, after white space, with a JSON
+// object. A snappy block starts with its decoded length as a varint, whose
+// first byte is '{' only for a length of exactly 123 bytes; DecodeBody then
+// tries JSON first and the snappy block second.
+func looksLikeJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
 }

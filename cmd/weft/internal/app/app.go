@@ -168,6 +168,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			}
 		}()
 	}
+	aopts.OTLPLogs.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo

@@ -61,6 +61,9 @@ type Options struct {
 	Loki api.LokiOptions
 	// LogQL configures the LogQL engine (limits, timeout).
 	LogQL logql.EngineOptions
+	// OTLPLogIndexLabels are the resource attributes stored as stream
+	// labels of OTLP logs; nil takes otlplogs.DefaultIndexLabels.
+	OTLPLogIndexLabels []string
 
 	// Storage configures the store (retention, out-of-order window, ...).
 	Storage storage.Options

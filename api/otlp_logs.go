@@ -39,6 +39,10 @@ type OTLPLogsOptions struct {
 	// for the Loki tail endpoint; pass the one in LokiOptions.Broadcaster.
 	// It must be set before NewOTLPLogsIngester is called.
 	Broadcaster *LogBroadcaster
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -74,7 +78,7 @@ func newLogsSignal(p loki.Pusher, opts OTLPLogsOptions) *otlpSignal {
 	s := &otlpSignal{
 		name:    "logs",
 		service: "opentelemetry.proto.collector.logs.v1.LogsService",
-		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
 	ing, err := NewOTLPLogsIngester(p, opts)
 	s.export = func(ctx context.Context, body []byte, json bool) (otlpResult, error) {

@@ -35,6 +35,12 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	opts.OTLPLogs.Ingest.Workload = opts.Workload
 	opts.RemoteWrite.Ingest.Workload = ctx
 	opts.Loki.Ingest.Workload = ctx
+	// One ingest budget for every path (admission.go).
+	s.adm = newAdmission(opts.IngestMaxInFlightBytes, opts.IngestRetryAfter, opts.Registerer)
+	opts.RemoteWrite.admission = s.adm
+	opts.Loki.admission = s.adm
+	opts.OTLP.admission = s.adm
+	opts.OTLPLogs.admission = s.adm
 
 	promAPI, err := newPrometheusAPI(opts, s, instr)
 	if err != nil {

@@ -67,6 +67,10 @@ type LokiOptions struct {
 	Registerer prometheus.Registerer
 	// Now returns the current time; nil is time.Now. For tests.
 	Now func() time.Time
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultLokiOptions returns the defaults documented on LokiOptions.
@@ -89,6 +93,7 @@ type lokiAPI struct {
 	store  *logstore.Store
 	engine *logql.Engine
 	ing    *loki.Ingester
+	adm    *admission
 	opts   LokiOptions
 	log    *slog.Logger
 	now    func() time.Time
@@ -151,7 +156,10 @@ func newLokiAPI(store *logstore.Store, engine *logql.Engine, opts LokiOptions) *
 	if opts.Ingest.Now == nil {
 		opts.Ingest.Now = opts.Now
 	}
-	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now,
+	if opts.admission == nil {
+		opts.admission = newAdmission(0, 0, nil)
+	}
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
 		counters: newIngestCounters(opts.Registerer)}
 }
 
@@ -462,8 +470,13 @@ func writeJSON(w http.ResponseWriter, b []byte) {
 // Push.
 
 func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
-	req, err := loki.DecodeBody(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"), r.Body, a.opts.MaxPushBodySize)
+	t := a.adm.ticket()
+	defer t.release() // after the push: the decoded request is held until then
+	req, err := loki.DecodeBodyBudget(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"), r.Body, a.opts.MaxPushBodySize, t)
 	switch {
+	case errors.Is(err, errOverBudget):
+		t.refuse(w, "loki_push")
+		return
 	case errors.Is(err, loki.ErrTooLarge):
 		lokiError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return

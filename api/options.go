@@ -150,6 +150,15 @@ type Options struct {
 	OTLPTraces OTLPTracesOptions
 	// Tempo configures the Tempo HTTP API.
 	Tempo TempoOptions
+	// IngestMaxInFlightBytes is the budget of bytes every ingest request
+	// together may hold (bodies, decompressed bytes, decoded estimates):
+	// remote write, Loki push, OTLP over HTTP and gRPC. A request that would
+	// exceed it answers 429 + Retry-After (gRPC RESOURCE_EXHAUSTED with
+	// RetryInfo). Default DefaultIngestMaxInFlightBytes.
+	IngestMaxInFlightBytes int64
+	// IngestRetryAfter is what a refused ingest request is asked to wait.
+	// Default DefaultIngestRetryAfter.
+	IngestRetryAfter time.Duration
 	// Workload is the one workload-context mapping of every ingest path:
 	// OTLP resource attributes (metrics and logs) and the labels of remote
 	// write and Loki push streams whose aliases name a canonical key

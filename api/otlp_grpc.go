@@ -22,7 +22,7 @@ func newMetricsSignal(app promstorage.AppendableV2, opts OTLPOptions) *otlpSigna
 	s := &otlpSignal{
 		name:    "metrics",
 		service: "opentelemetry.proto.collector.metrics.v1.MetricsService",
-		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
 	// weft's storage refuses invalid label sets with ErrInvalidLabels: a
 	// rejected point, not a storage failure.
@@ -60,7 +60,7 @@ func newMetricsSignal(app promstorage.AppendableV2, opts OTLPOptions) *otlpSigna
 // RESOURCE_EXHAUSTED before they are decoded). Pass them to grpc.NewServer
 // for the -otlp-grpc-addr server.
 func OTLPGRPCServerOptions(opts OTLPOptions) []grpc.ServerOption {
-	return otlpGRPCServerOptions(opts.MaxRequestBytes)
+	return otlpGRPCServerOptions(opts.MaxRequestBytes, opts.admission)
 }
 
 // RegisterOTLPGRPC registers the OTLP MetricsService (Export) on s, which

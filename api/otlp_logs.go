@@ -43,6 +43,10 @@ type OTLPLogsOptions struct {
 	// Registerer receives the weft_ingest_* counters (path otlp_logs); nil
 	// registers none.
 	Registerer prometheus.Registerer
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -78,7 +82,7 @@ func newLogsSignal(p loki.Pusher, opts OTLPLogsOptions) *otlpSignal {
 	s := &otlpSignal{
 		name:    "logs",
 		service: "opentelemetry.proto.collector.logs.v1.LogsService",
-		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
 	ing, err := NewOTLPLogsIngester(p, opts)
 	counters := newIngestCounters(opts.Registerer)

@@ -28,6 +28,10 @@ type OTLPTracesOptions struct {
 	RetryAfter time.Duration
 	// Logger receives storage failures; nil discards them.
 	Logger *slog.Logger
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultOTLPTracesOptions returns the documented defaults (docs/traces.md).
@@ -49,7 +53,7 @@ func newTracesSignal(p otlptraces.Pusher, opts OTLPTracesOptions) *otlpSignal {
 	s := &otlpSignal{
 		name:    "traces",
 		service: "opentelemetry.proto.collector.trace.v1.TraceService",
-		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
 	ing, err := otlptraces.New(p, opts.SpanMetrics, opts.Ingest)
 	if err != nil {

@@ -37,6 +37,13 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	opts.RemoteWrite.Ingest.Workload = ctx
 	opts.Loki.Ingest.Workload = ctx
 	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
+	// One ingest budget for every path (admission.go).
+	s.adm = newAdmission(opts.IngestMaxInFlightBytes, opts.IngestRetryAfter, opts.Registerer)
+	opts.RemoteWrite.admission = s.adm
+	opts.Loki.admission = s.adm
+	opts.OTLP.admission = s.adm
+	opts.OTLPLogs.admission = s.adm
+	opts.OTLPTraces.admission = s.adm
 
 	promAPI, err := newPrometheusAPI(opts, s, instr)
 	if err != nil {

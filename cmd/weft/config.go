@@ -79,7 +79,6 @@ type fileConfig struct {
 			MaxBodyBytes       *int64    `yaml:"max_body_bytes"`
 			MaxDecodedBytes    *int64    `yaml:"max_decoded_bytes"`
 			MaxConcurrency     *int      `yaml:"max_concurrency"`
-			MaxInFlightBytes   *int64    `yaml:"max_in_flight_bytes"`
 			MaxLabelsPerSeries *int      `yaml:"max_labels_per_series"`
 			MaxFutureSkew      *duration `yaml:"max_future_skew"`
 		} `yaml:"remote_write"`
@@ -87,6 +86,10 @@ type fileConfig struct {
 		OTLP struct {
 			MaxRequestBytes *int64 `yaml:"max_request_bytes"`
 		} `yaml:"otlp"`
+		// Ingest is what every ingest path shares.
+		Ingest struct {
+			MaxInFlightBytes *int64 `yaml:"max_in_flight_bytes"`
+		} `yaml:"ingest"`
 	} `yaml:"limits"`
 	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
 	HTTP     struct {
@@ -256,7 +259,6 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setInt64(&opts.RemoteWrite.MaxBodyBytes, rw.MaxBodyBytes)
 	setInt64(&opts.RemoteWrite.MaxDecodedBytes, rw.MaxDecodedBytes)
 	setInt(&opts.RemoteWrite.MaxConcurrency, rw.MaxConcurrency)
-	setInt64(&opts.RemoteWrite.MaxInFlightBytes, rw.MaxInFlightBytes)
 	setInt(&opts.RemoteWrite.Ingest.MaxLabelsPerSeries, rw.MaxLabelsPerSeries)
 	setDur(&opts.RemoteWrite.Ingest.MaxFutureSkew, rw.MaxFutureSkew)
 	if err := c.Limits.Logs.apply(opts); err != nil {
@@ -265,6 +267,7 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	c.OTLPLogs.apply(opts)
 
 	setInt64(&opts.OTLP.MaxRequestBytes, c.Limits.OTLP.MaxRequestBytes)
+	setInt64(&opts.IngestMaxInFlightBytes, c.Limits.Ingest.MaxInFlightBytes)
 
 	setBool(&opts.EnableAdminAPI, c.HTTP.EnableAdminAPI)
 	setStr(&opts.CORSOrigin, c.HTTP.CORSOrigin)

@@ -27,6 +27,23 @@ var ErrTooLarge = errors.New("push request too large")
 // (a client that compressed it as the header says). No more than maxBytes
 // are read or decompressed.
 func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes int64) (*Request, error) {
+	return DecodeBodyBudget(contentType, contentEncoding, body, maxBytes, nil)
+}
+
+// Budget charges the memory one push holds to the server's ingest budget;
+// its errors abort the decoding and are returned wrapped. Implemented by the
+// API's admission.
+type Budget interface {
+	// Reader returns r charging every byte read through it.
+	Reader(r io.Reader) io.Reader
+	// Charge charges n bytes more.
+	Charge(n int64) error
+}
+
+// DecodeBodyBudget is DecodeBody charging b (nil: nothing) with the
+// decompressed bytes as they are produced, the snappy-decoded size before
+// decoding, and as much again for the decoded request.
+func DecodeBodyBudget(contentType, contentEncoding string, body io.Reader, maxBytes int64, budget Budget) (*Request, error) {
 	r := body
 	snappyEncoded := false
 	switch strings.ToLower(strings.TrimSpace(contentEncoding)) {
@@ -47,6 +64,15 @@ func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes in
 	default:
 		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q (supported: gzip, deflate, snappy)", ErrMalformed, contentEncoding)
 	}
+	if budget != nil {
+		r = budget.Reader(r)
+	}
+	charge := func(n int) error {
+		if budget == nil {
+			return nil
+		}
+		return budget.Charge(int64(n))
+	}
 	b, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: read body: %w", ErrMalformed, err)
@@ -57,32 +83,40 @@ func DecodeBody(contentType, contentEncoding string, body io.Reader, maxBytes in
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == "application/json" {
 		if !snappyEncoded || looksLikeJSON(b) {
+			if err := charge(len(b)); err != nil { // the request decoded from it
+				return nil, err
+			}
 			req, err := DecodeJSON(b)
 			if err == nil || !snappyEncoded {
 				return req, err
 			}
 		}
-		raw, err := decodeSnappy(b, maxBytes, "JSON body")
+		raw, err := decodeSnappy(b, maxBytes, "JSON body", charge)
 		if err != nil {
 			return nil, err
 		}
 		return DecodeJSON(raw)
 	}
-	raw, err := decodeSnappy(b, maxBytes, "protobuf body")
+	raw, err := decodeSnappy(b, maxBytes, "protobuf body", charge)
 	if err != nil {
 		return nil, err
 	}
 	return DecodeProto(raw)
 }
 
-// decodeSnappy decodes a raw snappy block of at most maxBytes decoded.
-func decodeSnappy(b []byte, maxBytes int64, what string) ([]byte, error) {
+// decodeSnappy decodes a raw snappy block of at most maxBytes decoded,
+// charging the decoded size twice first: the decoded bytes, and the request
+// decoded from them.
+func decodeSnappy(b []byte, maxBytes int64, what string, charge func(int) error) ([]byte, error) {
 	n, err := s2.DecodedLen(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not valid snappy (%w)", ErrMalformed, what, err)
 	}
 	if int64(n) > maxBytes {
 		return nil, fmt.Errorf("%w: %s decompresses to %d bytes, limit %d", ErrTooLarge, what, n, maxBytes)
+	}
+	if err := charge(2 * n); err != nil {
+		return nil, err
 	}
 	raw, err := s2.Decode(nil, b)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/prometheus/promql"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/ingest/otlptraces"
@@ -143,6 +144,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Loki = opts.Loki
 	aopts.Loki.Logger = logger.With("component", "loki")
 	aopts.Workload = opts.Workload
+	aopts.IngestMaxInFlightBytes = opts.IngestMaxInFlightBytes
 	// OTLP logs share the Loki push limits and the metrics receiver's
 	// transport limits.
 	aopts.OTLPLogs.Ingest.Loki = opts.Loki.Ingest
@@ -219,16 +221,28 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		serveErr:  make(chan error, 1),
 	}
 	if opts.OTLPHTTPAddr != "" {
-		a.otlpHTTP = &http.Server{
-			Handler:           srvAPI.OTLPHandler(),
-			ReadHeaderTimeout: DefaultReadHeaderTimeout,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
+		a.otlpHTTP = newHTTPServer(srvAPI.OTLPHandler(), logger)
 	}
 	if opts.OTLPGRPCAddr != "" {
-		a.otlpGRPC = srvAPI.NewOTLPGRPCServer()
+		a.otlpGRPC = srvAPI.NewOTLPGRPCServer(
+			// Idle connections and handshakes are bounded like HTTP's.
+			grpc.ConnectionTimeout(DefaultReadHeaderTimeout),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: DefaultIdleTimeout}),
+		)
 	}
 	return a, nil
+}
+
+// newHTTPServer is every HTTP listener's server: header, request and idle
+// timeouts bound slow and idle clients.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // Start opens the HTTP listener and serves in a goroutine owned by the App

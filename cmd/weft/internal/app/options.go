@@ -27,6 +27,14 @@ const (
 	DefaultShutdownTimeout = time.Minute
 	// DefaultReadHeaderTimeout protects the listener against slow clients.
 	DefaultReadHeaderTimeout = 30 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included: a
+	// 32 MiB remote-write body needs half a minute at 1 MB/s; a client that
+	// stalls after one byte loses its connection after this, and the bytes
+	// it sent are all its body holds of the ingest budget meanwhile. Loki
+	// tail connections clear it once they are upgraded.
+	DefaultReadTimeout = 2 * time.Minute
+	// DefaultIdleTimeout closes keep-alive connections idle this long.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // Options configure the server. Build them with DefaultOptions and override
@@ -77,6 +85,9 @@ type Options struct {
 	RemoteWrite api.RemoteWriteOptions
 	// Rules configures rule evaluation and alerting (rules.go).
 	Rules RulesOptions
+	// IngestMaxInFlightBytes is the memory budget every ingest path shares
+	// (api.Options.IngestMaxInFlightBytes).
+	IngestMaxInFlightBytes int64
 	// EnableAdminAPI serves delete_series and clean_tombstones.
 	EnableAdminAPI bool
 	// CORSOrigin is the regular expression of allowed CORS origins.
@@ -97,24 +108,25 @@ type Options struct {
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		DataDir:             DefaultDataDir,
-		HTTPAddr:            DefaultHTTPAddr,
-		OTLPGRPCAddr:        DefaultOTLPGRPCAddr,
-		OTLPHTTPAddr:        DefaultOTLPHTTPAddr,
-		Storage:             storage.DefaultOptions(),
-		Query:               query.DefaultEngineOptions(),
-		QueryMaxConcurrency: query.DefaultMaxConcurrency,
-		RemoteWrite:         api.DefaultRemoteWriteOptions(),
-		Rules:               DefaultRulesOptions(),
-		OTLP:                api.DefaultOTLPOptions(),
-		Workload:            workload.DefaultOptions(),
-		LogStore:            logstore.DefaultOptions(),
-		TraceStore:          tracestore.DefaultOptions(),
-		SpanMetrics:         spanmetrics.DefaultOptions(),
-		Loki:                api.DefaultLokiOptions(),
-		LogQL:               logql.DefaultEngineOptions(),
-		CORSOrigin:          ".*",
-		ShutdownTimeout:     DefaultShutdownTimeout,
-		BuildInfo:           api.DefaultOptions().BuildInfo,
+		DataDir:                DefaultDataDir,
+		HTTPAddr:               DefaultHTTPAddr,
+		OTLPGRPCAddr:           DefaultOTLPGRPCAddr,
+		OTLPHTTPAddr:           DefaultOTLPHTTPAddr,
+		Storage:                storage.DefaultOptions(),
+		Query:                  query.DefaultEngineOptions(),
+		QueryMaxConcurrency:    query.DefaultMaxConcurrency,
+		RemoteWrite:            api.DefaultRemoteWriteOptions(),
+		IngestMaxInFlightBytes: api.DefaultIngestMaxInFlightBytes,
+		Rules:                  DefaultRulesOptions(),
+		OTLP:                   api.DefaultOTLPOptions(),
+		Workload:               workload.DefaultOptions(),
+		LogStore:               logstore.DefaultOptions(),
+		TraceStore:             tracestore.DefaultOptions(),
+		SpanMetrics:            spanmetrics.DefaultOptions(),
+		Loki:                   api.DefaultLokiOptions(),
+		LogQL:                  logql.DefaultEngineOptions(),
+		CORSOrigin:             ".*",
+		ShutdownTimeout:        DefaultShutdownTimeout,
+		BuildInfo:              api.DefaultOptions().BuildInfo,
 	}
 }

@@ -14,6 +14,9 @@ TELEMETRYGEN_VERSION    := v0.161.0
 # versitygw is the S3-API server of the scale-out end-to-end test (a real S3
 # gateway over a directory; Apache-2.0).
 VERSITYGW_VERSION       := v1.8.0
+# Alertmanager v0.31.1 is the newest that `go install`s: later versions embed
+# a built UI that their module zip does not contain.
+ALERTMANAGER_VERSION    := v0.31.1
 
 # Packages that need cgo (go-nvml) are still tested with CGO_ENABLED=1; the
 # rest must also build without cgo (checked in `check`).
@@ -21,19 +24,35 @@ GOTEST_FLAGS ?= -race -timeout 15m
 
 export WEFT_PEER_BIN := $(PEER_BIN)
 
-.PHONY: all build run test test-unit lint check peers bench-compare clean fuzz web web-check chromium
+# VERSION is stamped into weft (weft -version, status/buildinfo of the
+# Prometheus and Loki APIs): the nearest v* tag without its "v", else
+# 0.0.0-dev+<commit>. `go install ...@vX.Y.Z` builds report X.Y.Z from the
+# module version instead; other builds 0.0.0-dev.
+VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null); \
+	if [ -n "$$v" ]; then echo "$${v#v}"; else c=$$(git rev-parse --short HEAD 2>/dev/null); echo "0.0.0-dev$${c:++$$c}"; fi)
+LDFLAGS ?= -X main.version=$(VERSION)
+
+.PHONY: proto all build run test test-unit lint check peers bench-compare clean fuzz web web-check chromium
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## run: build and start the weft server: data in ./weft-data, HTTP on :9338
-## (Prometheus API, remote write at /api/v1/write, /metrics). Ctrl-C stops it
+## run: build and start the weft server: data in $(DATA_DIR), HTTP on
+## $(HTTP_ADDR) (Prometheus and Loki APIs, remote write, /metrics), OTLP on
+## the same host at :4317 (gRPC) and :4318 (HTTP) unless OTLP_GRPC_ADDR /
+## OTLP_HTTP_ADDR say otherwise (empty disables one). Ctrl-C stops it
 ## gracefully (the head is flushed).
+##   make run HTTP_ADDR=127.0.0.1:9338   # everything on loopback only
+DATA_DIR  ?= ./weft-data
+HTTP_ADDR ?= :9338
+HTTP_HOST  = $(shell echo '$(HTTP_ADDR)' | sed 's/:[^:]*$$//')
+OTLP_GRPC_ADDR ?= $(HTTP_HOST):4317
+OTLP_HTTP_ADDR ?= $(HTTP_HOST):4318
 run:
-	$(GO) build -o $(BIN)/weft ./cmd/weft
-	./$(BIN)/weft -data-dir ./weft-data -http-addr :9338
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/weft ./cmd/weft
+	./$(BIN)/weft -data-dir '$(DATA_DIR)' -http-addr '$(HTTP_ADDR)' -otlp-grpc-addr '$(OTLP_GRPC_ADDR)' -otlp-http-addr '$(OTLP_HTTP_ADDR)'
 
 ## test: format, vet and import checks, then every test with -race.
 ## vet runs without -stdmethods: Prometheus' chunkenc.Iterator has Seek(int64) ValueType,
@@ -73,11 +92,17 @@ fuzz:
 	done
 
 ## peers: pinned peer binaries for end-to-end tests, cached in $(BUILD_DIR)/bin.
-peers: $(PEER_BIN)/prometheus $(PEER_BIN)/telemetrygen $(PEER_BIN)/versitygw
+peers: $(PEER_BIN)/prometheus $(PEER_BIN)/promtool $(PEER_BIN)/telemetrygen $(PEER_BIN)/alertmanager $(PEER_BIN)/versitygw
 
 $(PEER_BIN)/prometheus:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+# promtool checks and tests the shipped rule pack beside weft's own runner
+# (e2e/rules_promtool_test.go).
+$(PEER_BIN)/promtool:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
 
 # telemetrygen drives the OTLP receiver in e2e/otlp_telemetrygen_test.go.
 $(PEER_BIN)/telemetrygen:
@@ -88,6 +113,19 @@ $(PEER_BIN)/telemetrygen:
 $(PEER_BIN)/versitygw:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+# proto regenerates proto/tempopb from tempo.proto (needs protoc, e.g. Debian's
+# protobuf-compiler; protoc-gen-go is pinned by go.mod's protobuf version).
+PROTOC_GEN_GO := $(BUILD_DIR)/bin/protoc-gen-go
+$(PROTOC_GEN_GO):
+	GOBIN=$(abspath $(BUILD_DIR)/bin) go install google.golang.org/protobuf/cmd/protoc-gen-go
+proto: $(PROTOC_GEN_GO)
+	cd proto/tempopb && PATH="$(abspath $(BUILD_DIR)/bin):$$PATH" protoc -I . -I ../otlpstub \
+		--go_out=. --go_opt=paths=source_relative tempo.proto
+
+# alertmanager receives weft's alerts in e2e/alertmanager_test.go.
+$(PEER_BIN)/alertmanager:
+	@mkdir -p $(PEER_BIN)
+	GOBIN=$(PEER_BIN) $(GO) install github.com/prometheus/alertmanager/cmd/alertmanager@$(ALERTMANAGER_VERSION)
 
 clean:
 	rm -rf $(BIN) $(BUILD_DIR)

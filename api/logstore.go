@@ -27,4 +27,15 @@ type LogStore interface {
 	EachEntry(ctx context.Context, p logentry.SelectParams, f func(ls labels.Labels, newStream bool, e logentry.Entry), chunks *uint64) error
 }
 
-var _ LogStore = (*logstore.Store)(nil)
+// LogDeleter is the part of a log store the Loki delete API uses; a
+// LogStore without it (a scale-out querier) answers that API with 501.
+type LogDeleter interface {
+	AddDeleteRequest(ctx context.Context, r logstore.DeleteRequest) (logstore.DeleteRequest, error)
+	DeleteRequests() []logstore.DeleteRequest
+	CancelDeleteRequest(ctx context.Context, id string) error
+}
+
+var (
+	_ LogStore   = (*logstore.Store)(nil)
+	_ LogDeleter = (*logstore.Store)(nil)
+)

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -52,12 +52,26 @@ type LokiOptions struct {
 	// Patterns configures the pattern miner (per level); its MaxClusters
 	// also bounds the patterns of one answer. See logpattern.DefaultOptions.
 	Patterns logpattern.Options
-	// Version is reported by status/buildinfo. Default "weft".
-	Version string
+	// EnableDelete serves Loki's delete API (/loki/api/v1/delete);
+	// without it the API answers 403. Deletion is destructive: cmd/weft
+	// sets it with -enable-admin-api. Default false.
+	EnableDelete bool
+	// BuildInfo is reported by status/buildinfo (the server's version,
+	// revision, ...; the same as the Prometheus API's: api.New passes its
+	// own when this one is the default). Empty fields answer "unknown",
+	// GoVersion the running Go version.
+	BuildInfo BuildInfo
 	// Logger receives request errors; nil is a no-op logger.
 	Logger *slog.Logger
+	// Registerer receives the weft_ingest_* counters (path loki_push); nil
+	// registers none.
+	Registerer prometheus.Registerer
 	// Now returns the current time; nil is time.Now. For tests.
 	Now func() time.Time
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultLokiOptions returns the defaults documented on LokiOptions.
@@ -71,7 +85,7 @@ func DefaultLokiOptions() LokiOptions {
 		TailMaxDropped:  1000,
 		PatternMaxLines: 100000,
 		Patterns:        logpattern.DefaultOptions(),
-		Version:         "weft",
+		BuildInfo:       defaultBuildInfo(),
 	}
 }
 
@@ -80,9 +94,12 @@ type lokiAPI struct {
 	store  LogStore
 	engine *logql.Engine
 	ing    *loki.Ingester
+	adm    *admission
 	opts   LokiOptions
 	log    *slog.Logger
 	now    func() time.Time
+	// counters count pushed lines stored and refused.
+	counters *ingestCounters
 }
 
 // The log store is the LogQL engine's Source.
@@ -130,9 +147,7 @@ func newLokiAPI(store LogStore, engine *logql.Engine, opts LokiOptions) *lokiAPI
 	if opts.Patterns.MaxClusters <= 0 {
 		opts.Patterns.MaxClusters = d.Patterns.MaxClusters
 	}
-	if opts.Version == "" {
-		opts.Version = d.Version
-	}
+	opts.BuildInfo = opts.BuildInfo.withDefaults()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -142,7 +157,11 @@ func newLokiAPI(store LogStore, engine *logql.Engine, opts LokiOptions) *lokiAPI
 	if opts.Ingest.Now == nil {
 		opts.Ingest.Now = opts.Now
 	}
-	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), opts: opts, log: opts.Logger, now: opts.Now}
+	if opts.admission == nil {
+		opts.admission = newAdmission(0, 0, nil)
+	}
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
+		counters: newIngestCounters(opts.Registerer)}
 }
 
 // routes are the Loki API's entries in the route table, each with its own
@@ -175,6 +194,7 @@ func (a *lokiAPI) routes() []route {
 			route{pattern: "GET " + p + e.path, name: p + e.path, h: h},
 			route{pattern: "POST " + p + e.path, name: p + e.path, h: h})
 	}
+	rs = append(rs, a.deleteRoutes()...) // log deletion (lokidelete.go)
 	return append(rs,
 		route{pattern: "GET " + p + "tail", name: p + "tail", h: http.HandlerFunc(a.tail)},
 		route{pattern: "GET /ready", name: "/ready", h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -455,8 +475,13 @@ func writeJSON(w http.ResponseWriter, b []byte) {
 const lokiRetryAfter = "1"
 
 func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
-	req, err := loki.DecodeBody(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"), r.Body, a.opts.MaxPushBodySize)
+	t := a.adm.ticket()
+	defer t.release() // after the push: the decoded request is held until then
+	req, err := loki.DecodeBodyBudget(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"), r.Body, a.opts.MaxPushBodySize, t)
 	switch {
+	case errors.Is(err, errOverBudget):
+		t.refuse(w, "loki_push")
+		return
 	case errors.Is(err, loki.ErrTooLarge):
 		lokiError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
@@ -464,7 +489,8 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 		return
 	}
-	_, err = a.ing.Push(r.Context(), req)
+	st, err := a.ing.Push(r.Context(), req)
+	a.countPush(req, st, err)
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
@@ -482,6 +508,35 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// countPush counts a push's outcome in the weft_ingest_* counters.
+func (a *lokiAPI) countPush(req *loki.Request, st loki.Stats, err error) {
+	var verr *loki.ValidationError
+	switch {
+	case err == nil:
+		a.counters.observeLogs(ingestPathLokiPush, int64(st.Entries), nil, 0)
+	case errors.As(err, &verr):
+		var by [loki.NumReasons]int64
+		for r, n := range verr.ByReason {
+			by[r] = int64(n)
+		}
+		a.counters.observeLogs(ingestPathLokiPush, int64(st.Entries), &by, 0)
+	default: // nothing of the request was stored
+		n := 0
+		for _, s := range req.Streams {
+			n += len(s.Entries)
+		}
+		switch {
+		case errors.Is(err, logstore.ErrEmptyLabels):
+			a.counters.reject(ingestPathLokiPush, ingestTypeLogLine, loki.ReasonMissingLabels.String(), int64(n))
+			return
+		case errors.Is(err, logstore.ErrTooOld): // the store refused the push whole
+			a.counters.reject(ingestPathLokiPush, ingestTypeLogLine, loki.ReasonTooOld.String(), int64(n))
+			return
+		}
+		a.counters.observeLogs(ingestPathLokiPush, 0, nil, int64(n))
+	}
+}
+
 // Small endpoints.
 
 func (a *lokiAPI) formatQuery(w http.ResponseWriter, r *http.Request) {
@@ -495,10 +550,21 @@ func (a *lokiAPI) formatQuery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, append(b, '}'))
 }
 
+// buildInfo answers Loki's status/buildinfo: the Prometheus shape, with
+// weft's version (Grafana shows it; Loki clients parse it as semver).
 func (a *lokiAPI) buildInfo(w http.ResponseWriter, _ *http.Request) {
+	bi := a.opts.BuildInfo
 	b := []byte(`{"version":`)
-	b = appendJSONString(b, a.opts.Version)
-	b = append(b, `,"revision":"","branch":"","buildUser":"","buildDate":"","goVersion":`...)
-	b = appendJSONString(b, runtime.Version())
+	for _, f := range []struct{ key, v string }{
+		{"", bi.Version}, {"revision", bi.Revision}, {"branch", bi.Branch},
+		{"buildUser", bi.BuildUser}, {"buildDate", bi.BuildDate}, {"goVersion", bi.GoVersion},
+	} {
+		if f.key != "" {
+			b = append(b, `,"`...)
+			b = append(b, f.key...)
+			b = append(b, `":`...)
+		}
+		b = appendJSONString(b, f.v)
+	}
 	writeJSON(w, append(b, '}'))
 }

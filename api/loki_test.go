@@ -233,9 +233,11 @@ func TestLokiMetadataEndpoints(t *testing.T) {
 }
 
 func TestLokiBuildInfoAndReady(t *testing.T) {
-	e := newLokiEnv(t)
+	e := newLokiEnvWith(t, func(o *LokiOptions) {
+		o.BuildInfo = BuildInfo{Version: "1.2.3", Revision: "abc123", BuildDate: "2026-11-30T12:00:00Z"}
+	})
 	code, body := e.get(t, "/loki/api/v1/status/buildinfo", nil, nil)
-	if code != 200 || !strings.HasPrefix(body, `{"version":"weft","revision":"","branch":"","buildUser":"","buildDate":"","goVersion":"go`) {
+	if code != 200 || !strings.HasPrefix(body, `{"version":"1.2.3","revision":"abc123","branch":"unknown","buildUser":"unknown","buildDate":"2026-11-30T12:00:00Z","goVersion":"go`) {
 		t.Fatalf("%d %s", code, body)
 	}
 	if code, body := e.get(t, "/ready", nil, nil); code != 200 || body != "ready\n" {
@@ -263,6 +265,11 @@ func TestLokiPushEncodings(t *testing.T) {
 	code, body := e.do(t, http.MethodPost, "/loki/api/v1/push", bytes.NewReader(s2.EncodeSnappy(nil, req)), map[string]string{"Content-Type": "application/x-protobuf"})
 	if code != http.StatusNoContent {
 		t.Fatalf("protobuf push: %d %s", code, body)
+	}
+	// Some clients also say Content-Encoding: snappy; Loki accepts it.
+	code, body = e.do(t, http.MethodPost, "/loki/api/v1/push", bytes.NewReader(s2.EncodeSnappy(nil, req)), map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"})
+	if code != http.StatusNoContent {
+		t.Fatalf("protobuf push with Content-Encoding snappy: %d %s", code, body)
 	}
 	// gzip JSON
 	var gz bytes.Buffer

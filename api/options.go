@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
@@ -22,6 +24,13 @@ import (
 type Storage interface {
 	promstorage.SampleAndChunkQueryable
 	promstorage.ExemplarQueryable
+}
+
+// TraceStore is the trace store as the API uses it: OTLP traces are
+// written to it and the Tempo API reads it. Safe for concurrent use.
+type TraceStore interface {
+	TraceReader
+	otlptraces.Pusher
 }
 
 // MetadataReader returns metric metadata (type, help, unit) by metric name.
@@ -65,9 +74,33 @@ type CardinalityStat struct {
 	Value uint64
 }
 
-// BuildInfo is reported by /api/v1/status/buildinfo.
+// BuildInfo is reported by /api/v1/status/buildinfo and Loki's
+// status/buildinfo.
 type BuildInfo struct {
 	Version, Revision, Branch, BuildUser, BuildDate, GoVersion string
+}
+
+// defaultBuildInfo is what a server that was told nothing reports.
+func defaultBuildInfo() BuildInfo {
+	return BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"}
+}
+
+// withDefaults fills empty fields from defaultBuildInfo, and GoVersion
+// with the running Go version.
+func (bi BuildInfo) withDefaults() BuildInfo {
+	d := defaultBuildInfo()
+	for _, f := range []struct {
+		dst *string
+		def string
+	}{
+		{&bi.Version, d.Version}, {&bi.Revision, d.Revision}, {&bi.Branch, d.Branch},
+		{&bi.BuildUser, d.BuildUser}, {&bi.BuildDate, d.BuildDate}, {&bi.GoVersion, runtime.Version()},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.def
+		}
+	}
+	return bi
 }
 
 // Options configures the HTTP handler. Storage and Engine are required.
@@ -109,6 +142,22 @@ type Options struct {
 	Loki LokiOptions
 	// OTLPLogs configures the OTLP logs receiver.
 	OTLPLogs OTLPLogsOptions
+	// Traces is the trace store: the Tempo API and OTLP traces are served
+	// when it is set.
+	Traces TraceStore
+	// OTLPTraces configures the OTLP traces receiver (and span metrics).
+	OTLPTraces OTLPTracesOptions
+	// Tempo configures the Tempo HTTP API.
+	Tempo TempoOptions
+	// IngestMaxInFlightBytes is the budget of bytes every ingest request
+	// together may hold (bodies, decompressed bytes, decoded estimates):
+	// remote write, Loki push, OTLP over HTTP and gRPC. A request that would
+	// exceed it answers 429 + Retry-After (gRPC RESOURCE_EXHAUSTED with
+	// RetryInfo). Default DefaultIngestMaxInFlightBytes.
+	IngestMaxInFlightBytes int64
+	// IngestRetryAfter is what a refused ingest request is asked to wait.
+	// Default DefaultIngestRetryAfter.
+	IngestRetryAfter time.Duration
 	// Workload is the one workload-context mapping of every ingest path:
 	// OTLP resource attributes (metrics and logs) and the labels of remote
 	// write and Loki push streams whose aliases name a canonical key
@@ -116,6 +165,11 @@ type Options struct {
 	// OTLPLogs, RemoteWrite and Loki. Default workload.DefaultOptions();
 	// empty Rules turn context labels off.
 	Workload workload.Options
+	// Rules answers /api/v1/rules, /api/v1/alerts, /api/v1/alertmanagers
+	// and the Loki ruler endpoints (rules*.go); nil answers no rules.
+	Rules RuleReader
+	// Reload serves POST /-/reload; nil does not mount it.
+	Reload ReloadFunc
 	// Handlers are further routes for embedders and tests, keyed by
 	// http.ServeMux pattern; weft's own routes are all in the route table
 	// (routes.go). A pattern that conflicts with one of them makes New fail.
@@ -159,7 +213,9 @@ func DefaultOptions() Options {
 		LogQL:         logql.DefaultEngineOptions(),
 		Loki:          DefaultLokiOptions(),
 		OTLPLogs:      DefaultOTLPLogsOptions(),
+		OTLPTraces:    DefaultOTLPTracesOptions(),
+		Tempo:         DefaultTempoOptions(),
 		Workload:      workload.DefaultOptions(),
-		BuildInfo:     BuildInfo{Version: "unknown", Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown"},
+		BuildInfo:     defaultBuildInfo(),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/ingest/otlp"
@@ -36,6 +37,13 @@ type OTLPOptions struct {
 	RetryAfter time.Duration
 	// Logger receives request failures; nil discards them.
 	Logger *slog.Logger
+	// Registerer receives the weft_ingest_* counters (path otlp_metrics);
+	// nil registers none.
+	Registerer prometheus.Registerer
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultOTLPOptions returns the documented defaults (docs/otlp.md).
@@ -63,16 +71,21 @@ func NewOTLPIngester(app promstorage.AppendableV2, opts OTLPOptions, extraReject
 	return ing, nil
 }
 
-// otlpLimits are the request limits and logger every OTLP receiver (metrics,
-// logs) applies, with zero values replaced by the defaults.
+// otlpLimits are the request limits, admission and logger every OTLP
+// receiver (metrics, logs, traces) applies, with zero values replaced by the
+// defaults.
 type otlpLimits struct {
 	maxBytes   int64
 	retryAfter time.Duration
 	logger     *slog.Logger
+	adm        *admission
 }
 
-func newOTLPLimits(maxBytes int64, retryAfter time.Duration, logger *slog.Logger) otlpLimits {
-	l := otlpLimits{maxBytes: maxBytes, retryAfter: retryAfter, logger: logger}
+func newOTLPLimits(maxBytes int64, retryAfter time.Duration, logger *slog.Logger, adm *admission) otlpLimits {
+	if adm == nil {
+		adm = newAdmission(0, 0, nil)
+	}
+	l := otlpLimits{maxBytes: maxBytes, retryAfter: retryAfter, logger: logger, adm: adm}
 	if l.maxBytes <= 0 {
 		l.maxBytes = DefaultOTLPMaxRequestBytes
 	}

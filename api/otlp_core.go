@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
@@ -14,6 +16,8 @@ import (
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // The OTLP receiver core. Every OTLP signal (metrics, logs, traces) is an
@@ -63,12 +67,23 @@ type otlpSignal struct {
 // ServeHTTP is the OTLP/HTTP receiver of the signal. It does not look at the
 // request path.
 func (s *otlpSignal) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	ct, raw, release, ok := readOTLPRequest(w, req, s.limits.maxBytes, s.initErr)
+	t := s.limits.adm.ticket()
+	defer t.release()
+	ct, raw, release, ok := readOTLPRequest(w, req, s.limits.maxBytes, s.initErr, t)
 	if !ok {
+		if w.Header().Get("Retry-After") != "" {
+			s.limits.adm.refused.WithLabelValues("otlp_" + s.name).Inc()
+		}
 		return
 	}
 	defer release()
 	json := ct == otlpContentJSON
+	if err := t.charge(int64(len(raw)) * (decodedFactor - 1)); err != nil {
+		s.limits.adm.refused.WithLabelValues("otlp_" + s.name).Inc()
+		w.Header().Set("Retry-After", s.limits.adm.retryAfterSeconds())
+		writeOTLPStatus(w, ct, http.StatusTooManyRequests, codes.ResourceExhausted, err.Error()+"; retry later")
+		return
+	}
 	res, err := s.export(req.Context(), raw, json)
 	switch {
 	case errors.Is(err, errOTLPInvalid):
@@ -97,6 +112,13 @@ func (s *otlpSignal) grpcExport(ctx context.Context, in *otlpRawMessage) (*otlpR
 	}
 	if int64(len(in.b)) > s.limits.maxBytes { // the server's MaxRecvMsgSize says so first
 		return nil, status.Errorf(codes.ResourceExhausted, "request of %d bytes exceeds %d bytes", len(in.b), s.limits.maxBytes)
+	}
+	// gRPC has read the message already: charge it and its decoded size.
+	t := s.limits.adm.ticket()
+	defer t.release()
+	if err := t.charge(int64(len(in.b)) * decodedFactor); err != nil {
+		s.limits.adm.refused.WithLabelValues("otlp_" + s.name).Inc()
+		return nil, exhaustedStatus(err.Error()+"; retry later", s.limits.adm.retryAfter)
 	}
 	res, err := s.export(ctx, in.b, false)
 	switch {
@@ -179,17 +201,38 @@ func (c otlpRawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 // otlpGRPCServerOptions are the options of a gRPC server for the OTLP
-// services: the raw codec and a receive limit of maxBytes after
-// decompression (larger requests fail with RESOURCE_EXHAUSTED before they
-// are read into memory whole).
-func otlpGRPCServerOptions(maxBytes int64) []grpc.ServerOption {
+// services: the raw codec, a receive limit of maxBytes after decompression
+// (larger requests fail with RESOURCE_EXHAUSTED before they are read into
+// memory whole) and, with an admission, a tap that refuses new streams while
+// the ingest budget is used up, before their messages are read.
+func otlpGRPCServerOptions(maxBytes int64, adm *admission) []grpc.ServerOption {
 	if maxBytes <= 0 {
 		maxBytes = DefaultOTLPMaxRequestBytes
 	}
-	return []grpc.ServerOption{
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(maxBytes)),
 		grpc.ForceServerCodecV2(newOTLPRawCodec()),
 	}
+	if adm != nil {
+		opts = append(opts, grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			if adm.full() {
+				adm.refused.WithLabelValues("otlp_grpc").Inc()
+				return ctx, exhaustedStatus(errOverBudget.Error()+"; retry later", adm.retryAfter)
+			}
+			return ctx, nil
+		}))
+	}
+	return opts
+}
+
+// exhaustedStatus is RESOURCE_EXHAUSTED with a RetryInfo detail: without
+// RetryInfo OTLP exporters treat RESOURCE_EXHAUSTED as final.
+func exhaustedStatus(msg string, after time.Duration) error {
+	st := status.New(codes.ResourceExhausted, msg)
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(after)}); err == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // otlpInvalidError is the client's fault, with the message it is answered

@@ -22,17 +22,19 @@ func newMetricsSignal(app promstorage.AppendableV2, opts OTLPOptions) *otlpSigna
 	s := &otlpSignal{
 		name:    "metrics",
 		service: "opentelemetry.proto.collector.metrics.v1.MetricsService",
-		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
 	// weft's storage refuses invalid label sets with ErrInvalidLabels: a
 	// rejected point, not a storage failure.
 	ing, err := NewOTLPIngester(app, opts, weftstorage.ErrInvalidLabels)
+	counters := newIngestCounters(opts.Registerer)
 	s.export = func(ctx context.Context, body []byte, json bool) (otlpResult, error) {
 		er := pmetricotlp.NewExportRequest()
 		if err := otlpDecode(er, body, json); err != nil {
 			return otlpResult{}, decodeErr("metrics", err)
 		}
 		res, err := ing.Ingest(ctx, er.Metrics())
+		counters.observeOTLPMetrics(res, err)
 		if err != nil {
 			return otlpResult{}, fmt.Errorf("ingest OTLP metrics: %w", err)
 		}
@@ -58,7 +60,7 @@ func newMetricsSignal(app promstorage.AppendableV2, opts OTLPOptions) *otlpSigna
 // RESOURCE_EXHAUSTED before they are decoded). Pass them to grpc.NewServer
 // for the -otlp-grpc-addr server.
 func OTLPGRPCServerOptions(opts OTLPOptions) []grpc.ServerOption {
-	return otlpGRPCServerOptions(opts.MaxRequestBytes)
+	return otlpGRPCServerOptions(opts.MaxRequestBytes, opts.admission)
 }
 
 // RegisterOTLPGRPC registers the OTLP MetricsService (Export) on s, which

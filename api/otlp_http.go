@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -42,7 +43,7 @@ var otlpBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // maxBytes after decompression, and initErr (invalid options) answered for
 // every request. It answers any failure itself and returns ok false;
 // otherwise the body, valid until release is called.
-func readOTLPRequest(w http.ResponseWriter, req *http.Request, maxBytes int64, initErr error) (ct string, body []byte, release func(), ok bool) {
+func readOTLPRequest(w http.ResponseWriter, req *http.Request, maxBytes int64, initErr error, t *ticket) (ct string, body []byte, release func(), ok bool) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method "+req.Method+" not allowed, use POST", http.StatusMethodNotAllowed)
@@ -82,7 +83,15 @@ func readOTLPRequest(w http.ResponseWriter, req *http.Request, maxBytes int64, i
 			otlpBufPool.Put(buf)
 		}
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r, maxBytes+1))
+	// The (decompressed) bytes are charged to the ingest budget as they
+	// arrive.
+	n, err := buf.ReadFrom(io.LimitReader(t.reader(r), maxBytes+1))
+	if errors.Is(err, errOverBudget) {
+		release()
+		w.Header().Set("Retry-After", t.a.retryAfterSeconds())
+		writeOTLPStatus(w, ct, http.StatusTooManyRequests, codes.ResourceExhausted, err.Error()+"; retry later")
+		return "", nil, nil, false
+	}
 	if err != nil {
 		release()
 		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, "read body: "+err.Error())

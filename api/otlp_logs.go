@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -39,6 +40,13 @@ type OTLPLogsOptions struct {
 	// for the Loki tail endpoint; pass the one in LokiOptions.Broadcaster.
 	// It must be set before NewOTLPLogsIngester is called.
 	Broadcaster *LogBroadcaster
+	// Registerer receives the weft_ingest_* counters (path otlp_logs); nil
+	// registers none.
+	Registerer prometheus.Registerer
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of DefaultIngestMaxInFlightBytes.
+	admission *admission
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -74,15 +82,17 @@ func newLogsSignal(p loki.Pusher, opts OTLPLogsOptions) *otlpSignal {
 	s := &otlpSignal{
 		name:    "logs",
 		service: "opentelemetry.proto.collector.logs.v1.LogsService",
-		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger),
+		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
 	ing, err := NewOTLPLogsIngester(p, opts)
+	counters := newIngestCounters(opts.Registerer)
 	s.export = func(ctx context.Context, body []byte, json bool) (otlpResult, error) {
 		er := plogotlp.NewExportRequest()
 		if err := otlpDecode(er, body, json); err != nil {
 			return otlpResult{}, decodeErr("logs", err)
 		}
 		res, err := ing.Ingest(ctx, er.Logs())
+		counters.observeOTLPLogs(int64(er.Logs().LogRecordCount()), res, err)
 		switch {
 		case errors.Is(err, otlplogs.ErrAllRejected), errors.Is(err, logstore.ErrTooOld):
 			return otlpResult{}, invalidOTLP(err.Error())

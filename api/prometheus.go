@@ -97,7 +97,7 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 		opts.Storage,
 		func(context.Context) v1.ScrapePoolsRetriever { return noScrape{} },
 		func(context.Context) v1.TargetRetriever { return noScrape{} },
-		func(context.Context) v1.AlertmanagerRetriever { return noAlertmanagers{} },
+		alertmanagerRetriever(opts.Rules),
 		func() config.Config { return cfg },
 		flags,
 		v1.GlobalURLOptions{},
@@ -108,7 +108,7 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 		false, // search endpoints: experimental upstream
 		maxSearchLimit,
 		opts.Logger,
-		func(context.Context) v1.RulesRetriever { return noRules{} },
+		rulesRetriever(opts.Rules),
 		remoteReadSampleLimit,
 		remoteReadConcurrency,
 		remoteReadMaxFrame,
@@ -144,7 +144,7 @@ func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Han
 		return instr.wrap("/api/v1"+name, h).ServeHTTP
 	})
 	api.Register(router)
-	return LimitPrometheusForm(remoteReadGuard(fastGzip(http.StripPrefix("/api/v1", router))), DefaultMaxFormBytes), nil
+	return LimitPrometheusForm(remoteReadGuard(withRuleGroupAlias(fastGzip(http.StripPrefix("/api/v1", router)))), DefaultMaxFormBytes), nil
 }
 
 // noScrape answers the scrape-manager endpoints (targets, scrape pools) with
@@ -165,7 +165,7 @@ type noAlertmanagers struct{}
 func (noAlertmanagers) Alertmanagers() []*url.URL        { return []*url.URL{} }
 func (noAlertmanagers) DroppedAlertmanagers() []*url.URL { return []*url.URL{} }
 
-// noRules answers /api/v1/rules and /api/v1/alerts until weft evaluates rules.
+// noRules answers /api/v1/rules and /api/v1/alerts when no ruler runs.
 type noRules struct{}
 
 func (noRules) RuleGroups() []*rules.Group           { return []*rules.Group{} }

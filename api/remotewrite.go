@@ -59,9 +59,15 @@ type RemoteWriteOptions struct {
 	// MaxConcurrency answers 429 to requests beyond this many in flight.
 	MaxConcurrency int
 	// MaxInFlightBytes answers 429 when admitting a request would exceed this
-	// many compressed plus decoded bytes in flight. A request alone is always
-	// admitted (it is already bounded by the limits above).
+	// many compressed plus decoded bytes in flight, for a handler built on
+	// its own. In the server every ingest path shares one budget instead
+	// (Options.IngestMaxInFlightBytes). A request alone is always admitted
+	// (it is already bounded by the limits above).
 	MaxInFlightBytes int64
+
+	// admission is the server's shared ingest budget (set by the route
+	// table); nil builds one of MaxInFlightBytes.
+	admission *admission
 	// RetryAfter is sent with 429, rounded up to whole seconds.
 	RetryAfter time.Duration
 
@@ -104,6 +110,9 @@ func (o RemoteWriteOptions) withDefaults() RemoteWriteOptions {
 	if o.Ingest.Logger == nil {
 		o.Ingest.Logger = o.Logger
 	}
+	if o.admission == nil {
+		o.admission = newAdmission(o.MaxInFlightBytes, o.RetryAfter, nil)
+	}
 	return o
 }
 
@@ -118,7 +127,8 @@ type remoteWriteHandler struct {
 	app     promstorage.AppendableV2
 	opts    RemoteWriteOptions
 	dec     *ingest.Decoder
-	limit   *admission
+	slots   rwSlots
+	adm     *admission
 	bufs    bufPool
 	metrics *rwMetrics
 	retry   string // Retry-After value
@@ -141,7 +151,8 @@ func NewRemoteWriteHandler(app promstorage.AppendableV2, opts RemoteWriteOptions
 		app:     app,
 		opts:    opts,
 		dec:     ingest.NewDecoder(opts.Ingest),
-		limit:   newAdmission(opts.MaxConcurrency, opts.MaxInFlightBytes),
+		slots:   make(rwSlots, opts.MaxConcurrency),
+		adm:     opts.admission,
 		metrics: newRWMetrics(opts.Registerer),
 		retry:   strconv.Itoa(int(math.Ceil(opts.RetryAfter.Seconds()))),
 	}
@@ -195,17 +206,22 @@ func (h *remoteWriteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, proto, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, h.opts.MaxBodyBytes))
 		return
 	}
-	if !h.limit.enter() {
-		h.throttle(w, proto, "too many concurrent remote write requests")
-		return
-	}
-	defer h.limit.exit()
+	// The body and the decoded bytes are charged to the shared ingest
+	// budget as they arrive (admission.go). A concurrency slot is taken
+	// only once the body is in: a client that stalls mid-body holds the
+	// bytes it sent and no slot.
+	t := h.adm.ticket()
+	defer t.release()
 
 	bufs := h.bufs.get()
 	defer h.bufs.put(bufs)
-	body, err := readBody(r.Body, bufs.body[:0], r.ContentLength, h.opts.MaxBodyBytes)
+	body, err := readBody(t.reader(r.Body), bufs.body[:0], r.ContentLength, h.opts.MaxBodyBytes)
 	bufs.body = body[:0]
 	switch {
+	case errors.Is(err, errOverBudget):
+		h.adm.refused.WithLabelValues("remote_write").Inc()
+		h.throttle(w, proto, "too many remote write bytes in flight: "+err.Error())
+		return
 	case errors.Is(err, errBodyTooLarge):
 		h.fail(w, proto, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds the limit of %d bytes", h.opts.MaxBodyBytes))
 		return
@@ -222,12 +238,16 @@ func (h *remoteWriteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, proto, http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body of %d bytes exceeds the limit of %d bytes", n, h.opts.MaxDecodedBytes))
 		return
 	}
-	cost := int64(len(body) + n)
-	if !h.limit.reserve(cost) {
-		h.throttle(w, proto, "too many remote write bytes in flight")
+	if err := t.charge(int64(n)); err != nil {
+		h.adm.refused.WithLabelValues("remote_write").Inc()
+		h.throttle(w, proto, "too many remote write bytes in flight: "+err.Error())
 		return
 	}
-	defer h.limit.release(cost)
+	if !h.slots.enter() {
+		h.throttle(w, proto, "too many concurrent remote write requests")
+		return
+	}
+	defer h.slots.exit()
 	if cap(bufs.decoded) < n {
 		bufs.decoded = make([]byte, n)
 	}

@@ -5,54 +5,28 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weftdb/weft/ingest"
 )
 
-// admission bounds the remote write receiver's concurrency and working
-// memory without queueing: a request that does not fit is refused at once
-// (429), so overload costs the server nothing and senders back off.
-// Safe for concurrent use.
-type admission struct {
-	slots    chan struct{}
-	maxBytes int64
-	bytes    atomic.Int64
-}
-
-func newAdmission(maxConcurrency int, maxBytes int64) *admission {
-	return &admission{slots: make(chan struct{}, maxConcurrency), maxBytes: maxBytes}
-}
+// rwSlots bounds the remote write receiver's concurrency without queueing: a
+// request beyond it is refused at once (429). Its memory is the shared
+// ingest admission's (admission.go). Safe for concurrent use.
+type rwSlots chan struct{}
 
 // enter takes a concurrency slot; false means none is free.
-func (a *admission) enter() bool {
+func (s rwSlots) enter() bool {
 	select {
-	case a.slots <- struct{}{}:
+	case s <- struct{}{}:
 		return true
 	default:
 		return false
 	}
 }
 
-func (a *admission) exit() { <-a.slots }
-
-// reserve accounts n bytes in flight; false means they do not fit. With
-// nothing in flight any request fits, so one large request never starves.
-func (a *admission) reserve(n int64) bool {
-	for {
-		cur := a.bytes.Load()
-		if cur > 0 && cur+n > a.maxBytes {
-			return false
-		}
-		if a.bytes.CompareAndSwap(cur, cur+n) {
-			return true
-		}
-	}
-}
-
-func (a *admission) release(n int64) { a.bytes.Add(-n) }
+func (s rwSlots) exit() { <-s }
 
 // maxPooledBuffer bounds the buffers kept for reuse: typical batches are tens
 // to hundreds of KiB; a rare 32 MiB request must not pin its buffers.
@@ -81,11 +55,16 @@ func (p *bufPool) put(b *rwBuffers) {
 
 var errBodyTooLarge = errors.New("request body too large")
 
+// maxBodyPrealloc bounds what readBody allocates up front from a declared
+// Content-Length: a client that declares 32 MiB and sends one byte must not
+// make the server hold 32 MiB; past it the buffer grows as bytes arrive.
+const maxBodyPrealloc = 1 << 20
+
 // readBody appends r to buf[:0], failing with errBodyTooLarge beyond limit.
 // sizeHint is the Content-Length (-1 if unknown).
 func readBody(r io.Reader, buf []byte, sizeHint, limit int64) ([]byte, error) {
 	if sizeHint > 0 && int64(cap(buf)) < sizeHint+1 {
-		buf = make([]byte, 0, sizeHint+1) // +1: read EOF without growing
+		buf = make([]byte, 0, min(sizeHint+1, maxBodyPrealloc)) // +1: read EOF without growing
 	}
 	if cap(buf) == 0 {
 		buf = make([]byte, 0, 64<<10)
@@ -116,6 +95,9 @@ type rwMetrics struct {
 
 	samples, histograms, exemplars prometheus.Counter
 	byReason                       [ingest.NumReasons]prometheus.Counter
+
+	// shared are the weft_ingest_* counters of every ingest path.
+	shared *ingestCounters
 }
 
 func newRWMetrics(reg prometheus.Registerer) *rwMetrics {
@@ -144,6 +126,7 @@ func newRWMetrics(reg prometheus.Registerer) *rwMetrics {
 	for r := range ingest.NumReasons {
 		m.byReason[r] = m.rejected.WithLabelValues(r.String())
 	}
+	m.shared = newIngestCounters(reg)
 	return m
 }
 
@@ -162,6 +145,7 @@ func registerOrExisting[C prometheus.Collector](reg prometheus.Registerer, c C) 
 }
 
 func (m *rwMetrics) observe(res *ingest.Result) {
+	m.shared.observeRemoteWrite(ingestPathRemoteWrite, res)
 	if res.Samples > 0 {
 		m.samples.Add(float64(res.Samples))
 	}

@@ -33,8 +33,17 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	}
 	opts.OTLP.Ingest.Workload = opts.Workload
 	opts.OTLPLogs.Ingest.Workload = opts.Workload
+	opts.OTLPTraces.Ingest.Workload = opts.Workload
 	opts.RemoteWrite.Ingest.Workload = ctx
 	opts.Loki.Ingest.Workload = ctx
+	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
+	// One ingest budget for every path (admission.go).
+	s.adm = newAdmission(opts.IngestMaxInFlightBytes, opts.IngestRetryAfter, opts.Registerer)
+	opts.RemoteWrite.admission = s.adm
+	opts.Loki.admission = s.adm
+	opts.OTLP.admission = s.adm
+	opts.OTLPLogs.admission = s.adm
+	opts.OTLPTraces.admission = s.adm
 
 	promAPI, err := newPrometheusAPI(opts, s, instr)
 	if err != nil {
@@ -96,6 +105,20 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		s.otlp = append(s.otlp, l)
 		rs = append(rs, route{pattern: "/otlp/v1/logs", name: "/otlp/v1/logs", h: l})
 	}
+	if opts.Traces != nil {
+		to := opts.Tempo
+		if to.Logger == nil {
+			to.Logger = opts.Logger
+		}
+		rs = append(rs, newTempoAPI(opts.Traces, to, opts.BuildInfo).routes()...)
+		tr := newTracesSignal(opts.Traces, opts.OTLPTraces)
+		s.otlp = append(s.otlp, tr)
+		rs = append(rs, route{pattern: "/otlp/v1/traces", name: "/otlp/v1/traces", h: tr})
+	}
+	// Rules and alerts: the Loki ruler's endpoints and /-/reload
+	// (rules.go); /api/v1/rules and /api/v1/alerts are Prometheus' own.
+	rs = append(rs, s.rulesRoutes(opts)...)
+	rs = append(rs, compatRoutes(opts)...) // federate, import, export (compat_routes.go)
 	for _, sig := range s.otlp {
 		if sig.initErr != nil {
 			return nil, fmt.Errorf("otlp %s receiver: %w", sig.name, sig.initErr)

@@ -33,6 +33,8 @@ type Server struct {
 	otlp []*otlpSignal
 	// tail publishes stored log lines to the Loki tail connections.
 	tail *LogBroadcaster
+	// adm is the ingest budget every ingest path shares.
+	adm *admission
 }
 
 // New builds the handlers. It starts not ready: /-/ready and the query
@@ -106,7 +108,7 @@ func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	for _, sig := range s.otlp {
 		maxBytes = max(maxBytes, sig.limits.maxBytes)
 	}
-	g := grpc.NewServer(append(otlpGRPCServerOptions(maxBytes), extra...)...)
+	g := grpc.NewServer(append(otlpGRPCServerOptions(maxBytes, s.adm), extra...)...)
 	for _, sig := range s.otlp {
 		sig.register(g)
 	}

@@ -70,10 +70,11 @@ type exemplarQuerier struct {
 }
 
 // Select returns exemplars in [start, end] of series matching any of the
-// matcher sets.
+// matcher sets. No match is an empty, non-nil slice, as Prometheus' exemplar
+// storage returns (the API answers "data":[] rather than null).
 func (q *exemplarQuerier) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
 	seen := map[uint64]bool{}
-	var out []exemplar.QueryResult
+	out := []exemplar.QueryResult{}
 	for _, ms := range matchers {
 		ids, err := q.db.idx.Postings(q.ctx, minInt64, maxInt64, ms...)
 		if err != nil {

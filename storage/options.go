@@ -6,6 +6,7 @@ import (
 
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // Tuning constants; each says why it has its value.
@@ -41,6 +42,9 @@ type Options struct {
 	// Logs configures the log store (its PartitionDuration, Logger and Now
 	// are the substrate's).
 	Logs logstore.Options
+	// Traces configures the trace store (its PartitionDuration, Logger,
+	// Now and Retention are the substrate's).
+	Traces tracestore.Options
 	// OutOfOrderWindow accepts samples older than a series' newest sample by
 	// at most this much. Default 10 minutes; negative means in-order only.
 	OutOfOrderWindow time.Duration

@@ -15,6 +15,7 @@ import (
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage/internal/wal"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // Substrate owns everything on disk under one data directory and the signal
@@ -24,7 +25,8 @@ import (
 //     operator, whose keyspaces storage/keyspace assigns;
 //   - the stream index over that database, shared by every signal;
 //   - <dir>/wal: the metric store's write-ahead log;
-//   - the signal stores: metrics (*DB), logs (*logstore.Store);
+//   - the signal stores: metrics (*DB), logs (*logstore.Store), traces
+//     (*tracestore.Store);
 //   - one retention clock: each signal's data and its index postings are
 //     dropped together by wall clock, with a retention per signal.
 //
@@ -41,6 +43,7 @@ type Substrate struct {
 	ix      *index.Index
 	metrics *DB
 	logs    *logstore.Store
+	traces  *tracestore.Store
 	signals []signal // in open order
 
 	stop      chan struct{}
@@ -130,6 +133,21 @@ func (s *Substrate) openSignals(ctx context.Context) error {
 		flush: func(ctx context.Context) error { return s.logs.Seal(ctx, true) },
 		close: s.logs.Close,
 	})
+
+	topts := s.opts.Traces
+	topts.PartitionDuration = s.opts.PartitionDuration
+	topts.Logger = s.opts.Logger.With("component", "traces")
+	topts.Now = s.opts.Now
+	topts.Retention = s.opts.retentionOf(index.KindTrace)
+	if s.traces, err = tracestore.Open(ctx, s.pdb, s.ix, topts); err != nil {
+		return fmt.Errorf("open trace store: %w", err)
+	}
+	s.signals = append(s.signals, signal{
+		name: "traces", kind: index.KindTrace, retention: s.opts.retentionOf(index.KindTrace),
+		drop:  func(ctx context.Context, t time.Time) error { return s.traces.DropBefore(ctx, t.UnixNano()) },
+		flush: func(ctx context.Context) error { return s.traces.Seal(ctx, true) },
+		close: s.traces.Close,
+	})
 	return nil
 }
 
@@ -138,6 +156,9 @@ func (s *Substrate) Metrics() *DB { return s.metrics }
 
 // Logs returns the log store. Valid until Close.
 func (s *Substrate) Logs() *logstore.Store { return s.logs }
+
+// Traces returns the trace store. Valid until Close.
+func (s *Substrate) Traces() *tracestore.Store { return s.traces }
 
 // Index returns the stream index shared by every signal. Valid until Close.
 func (s *Substrate) Index() *index.Index { return s.ix }

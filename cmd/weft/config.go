@@ -79,26 +79,20 @@ type fileConfig struct {
 			MaxBodyBytes       *int64    `yaml:"max_body_bytes"`
 			MaxDecodedBytes    *int64    `yaml:"max_decoded_bytes"`
 			MaxConcurrency     *int      `yaml:"max_concurrency"`
-			MaxInFlightBytes   *int64    `yaml:"max_in_flight_bytes"`
 			MaxLabelsPerSeries *int      `yaml:"max_labels_per_series"`
 			MaxFutureSkew      *duration `yaml:"max_future_skew"`
 		} `yaml:"remote_write"`
-		Logs struct {
-			MaxPushBodyBytes           *int64    `yaml:"max_push_body_bytes"`
-			MaxLineSize                *int      `yaml:"max_line_size"`
-			MaxLabelNamesPerStream     *int      `yaml:"max_label_names_per_stream"`
-			MaxLabelNameLength         *int      `yaml:"max_label_name_length"`
-			MaxLabelValueLength        *int      `yaml:"max_label_value_length"`
-			MaxStructuredMetadataSize  *int      `yaml:"max_structured_metadata_size"`
-			MaxStructuredMetadataPairs *int      `yaml:"max_structured_metadata_pairs"`
-			CreationGracePeriod        *duration `yaml:"creation_grace_period"`
-			RejectOlderThan            *duration `yaml:"reject_older_than"`
-		} `yaml:"logs"`
+		Logs logLimits `yaml:"logs"`
 		OTLP struct {
 			MaxRequestBytes *int64 `yaml:"max_request_bytes"`
 		} `yaml:"otlp"`
+		// Ingest is what every ingest path shares.
+		Ingest struct {
+			MaxInFlightBytes *int64 `yaml:"max_in_flight_bytes"`
+		} `yaml:"ingest"`
 	} `yaml:"limits"`
-	HTTP struct {
+	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
+	HTTP     struct {
 		EnableAdminAPI  *bool     `yaml:"enable_admin_api"`
 		CORSOrigin      *string   `yaml:"cors_origin"`
 		ShutdownTimeout *duration `yaml:"shutdown_timeout"`
@@ -128,6 +122,18 @@ type fileConfig struct {
 			Aliases []string `yaml:"aliases"`
 		} `yaml:"rules"`
 	} `yaml:"workload_context"`
+	// Traces configures the trace store and span metrics (docs/traces.md);
+	// their retention is storage.signal_retention.traces.
+	Traces struct {
+		// SpanMetrics turns the span metrics derived at ingest on or off.
+		SpanMetrics *bool `yaml:"span_metrics"`
+		// IndexedAttributes replaces the span attributes searchable
+		// without reading whole spans.
+		IndexedAttributes *[]string `yaml:"indexed_attributes"`
+	} `yaml:"traces"`
+	// rule_files, logql_rule_files, external_labels, alerting, rules
+	// (rules_config.go).
+	rulesFileConfig `yaml:",inline"`
 }
 
 // duration is a YAML duration in Prometheus' syntax ("30d", "1h30m").
@@ -256,26 +262,26 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	setInt64(&opts.RemoteWrite.MaxBodyBytes, rw.MaxBodyBytes)
 	setInt64(&opts.RemoteWrite.MaxDecodedBytes, rw.MaxDecodedBytes)
 	setInt(&opts.RemoteWrite.MaxConcurrency, rw.MaxConcurrency)
-	setInt64(&opts.RemoteWrite.MaxInFlightBytes, rw.MaxInFlightBytes)
 	setInt(&opts.RemoteWrite.Ingest.MaxLabelsPerSeries, rw.MaxLabelsPerSeries)
 	setDur(&opts.RemoteWrite.Ingest.MaxFutureSkew, rw.MaxFutureSkew)
-
-	ll, li := c.Limits.Logs, &opts.Loki.Ingest
-	setInt64(&opts.Loki.MaxPushBodySize, ll.MaxPushBodyBytes)
-	setInt(&li.MaxLineSize, ll.MaxLineSize)
-	setInt(&li.MaxLabelNamesPerStream, ll.MaxLabelNamesPerStream)
-	setInt(&li.MaxLabelNameLength, ll.MaxLabelNameLength)
-	setInt(&li.MaxLabelValueLength, ll.MaxLabelValueLength)
-	setInt(&li.MaxStructuredMetadataSize, ll.MaxStructuredMetadataSize)
-	setInt(&li.MaxStructuredMetadataPairs, ll.MaxStructuredMetadataPairs)
-	setDur(&li.CreationGracePeriod, ll.CreationGracePeriod)
-	setDur(&li.RejectOlderThan, ll.RejectOlderThan)
+	if err := c.Limits.Logs.apply(opts); err != nil {
+		return err
+	}
+	c.OTLPLogs.apply(opts)
 
 	setInt64(&opts.OTLP.MaxRequestBytes, c.Limits.OTLP.MaxRequestBytes)
+	setInt64(&opts.IngestMaxInFlightBytes, c.Limits.Ingest.MaxInFlightBytes)
 
 	setBool(&opts.EnableAdminAPI, c.HTTP.EnableAdminAPI)
 	setStr(&opts.CORSOrigin, c.HTTP.CORSOrigin)
 	setDur(&opts.ShutdownTimeout, c.HTTP.ShutdownTimeout)
+
+	if c.Traces.SpanMetrics != nil {
+		opts.DisableSpanMetrics = !*c.Traces.SpanMetrics
+	}
+	if c.Traces.IndexedAttributes != nil {
+		opts.TraceStore.IndexedAttributes = append([]string{}, *c.Traces.IndexedAttributes...)
+	}
 
 	o, oi := c.OTLP, &opts.OTLP.Ingest
 	if o.TranslationStrategy != nil {

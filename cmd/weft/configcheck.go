@@ -25,6 +25,9 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
+	if t == reflect.TypeFor[yaml.Node]() {
+		return nil // decoded by its own types (Prometheus' alerting block)
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -35,15 +38,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		fields := map[string]reflect.Type{}
 		var names []string
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			fields[name] = f.Type
-			names = append(names, name)
-		}
+		structFields(t, fields, &names)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
@@ -64,6 +59,24 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// structFields adds t's YAML keys and their types, with those of its
+// inlined structs.
+func structFields(t reflect.Type, fields map[string]reflect.Type, names *[]string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opt, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opt == "inline" && f.Type.Kind() == reflect.Struct {
+			structFields(f.Type, fields, names)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f.Type
+		*names = append(*names, name)
+	}
 }
 
 func where(path string) string {

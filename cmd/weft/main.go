@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,8 +32,15 @@ const (
 	exitUsage = 2
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is set at build time with -ldflags "-X main.version=1.2.3" (the
+// Makefile does, from git describe); without it the module version a
+// `go install github.com/weftdb/weft/cmd/weft@v1.2.3` records is used, else
+// devVersion. See buildVersion.
+var version string
+
+// devVersion is the version of a build that says none: semver, lower than
+// any release.
+const devVersion = "0.0.0-dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -39,6 +48,9 @@ func main() {
 
 // run parses args, starts the server and serves until SIGINT or SIGTERM.
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check-rules" {
+		return runCheckRules(args[1:], os.Stdout, stderr)
+	}
 	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errConfigChecked) {
 		return exitOK
@@ -50,21 +62,11 @@ func run(args []string, stderr io.Writer) int {
 	setGCPercent(os.Getenv("GOGC"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	// SIGHUP asks Prometheus-style servers to reload; it must never kill
-	// weft (the default action of SIGHUP does).
+	// SIGHUP reloads the rules and alerting configuration, as in Prometheus.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				opts.Logger.Warn("sighup_ignored", "reason", "configuration reload is not supported; restart weft to apply a new configuration")
-			}
-		}
-	}()
+	opts.Rules.ReloadSignal = hup
 	if err := app.Run(ctx, opts); err != nil {
 		opts.Logger.Error("weft failed", "err", err)
 		return exitError
@@ -97,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	fs := flag.NewFlagSet("weft", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weft [flags]\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weft [flags]\n       weft check-rules [-logql] FILE...\n\nweft stores metrics of GPU clusters and serves the Prometheus HTTP API.\nDocumentation: docs/user-guide.md, docs/configuration.md, docs/rules.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.String("data-dir", opts.DataDir, "directory of the data: the database, the write-ahead log, the lock file")
@@ -119,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		webExtURL  = fs.String("web.external-url", "", "URL users reach weft under, e.g. behind a reverse proxy (http://proxy/weft/); the web UI's links use its path")
 		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
+	rules := registerRuleFlags(fs)
 	fs.Var(&retention, "retention", "how long every signal's data is kept, by wall clock, e.g. 30d, 12h (Prometheus duration syntax)")
 	fs.Var(&retMetrics, "retention.metrics", "how long metric samples are kept; default -retention")
 	fs.Var(&retLogs, "retention.logs", "how long log lines are kept; default -retention")
@@ -132,7 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		return opts, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if *showVer {
-		fmt.Fprintf(stderr, "weft %s (%s)\n", version, runtime.Version())
+		fmt.Fprintf(stderr, "weft %s (%s)\n", buildVersion(), runtime.Version())
 		return opts, flag.ErrHelp
 	}
 
@@ -141,6 +144,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if err == nil {
 			err = c.apply(&opts)
 		}
+		if err == nil {
+			_, err = rules.rulesConfig(&c.rulesFileConfig, filepath.Dir(*checkCfg), map[string]bool{})
+		}
 		if err != nil {
 			return opts, fmt.Errorf("config %s: %w", *checkCfg, err)
 		}
@@ -148,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		return opts, errConfigChecked
 	}
 	logLevelFromFile := ""
+	var rulesFile *rulesFileConfig
 	if *configFile != "" {
 		c, err := loadConfigFile(*configFile)
 		if err != nil {
@@ -159,6 +166,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		if c.Server.LogLevel != nil {
 			logLevelFromFile = *c.Server.LogLevel
 		}
+		rulesFile = &c.rulesFileConfig
 	}
 
 	set := map[string]bool{}
@@ -197,6 +205,9 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI
 	}
+	if err := rules.applyRules(&opts, *configFile, rulesFile, set); err != nil {
+		return opts, fmt.Errorf("rules: %w", err)
+	}
 
 	if set["log-level"] || logLevelFromFile == "" {
 		logLevelFromFile = *logLevel
@@ -227,9 +238,21 @@ func (d *durationFlag) Set(s string) error {
 	return nil
 }
 
+// buildVersion returns the semver of this binary, without a leading "v":
+// the -ldflags value, else the main module's version, else devVersion.
+func buildVersion() string {
+	if version != "" {
+		return strings.TrimPrefix(version, "v")
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return strings.TrimPrefix(info.Main.Version, "v")
+	}
+	return devVersion
+}
+
 // buildInfo reports the version and the VCS state the binary was built from.
 func buildInfo() api.BuildInfo {
-	bi := api.BuildInfo{Version: version, Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown", GoVersion: runtime.Version()}
+	bi := api.BuildInfo{Version: buildVersion(), Revision: "unknown", Branch: "unknown", BuildUser: "unknown", BuildDate: "unknown", GoVersion: runtime.Version()}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			switch s.Key {

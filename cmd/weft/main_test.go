@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -148,7 +149,7 @@ func TestUsageErrors(t *testing.T) {
 		out  string
 	}{
 		{"help", []string{"-help"}, exitOK, "-otlp-grpc-addr"},
-		{"version", []string{"-version"}, exitOK, "weft " + version},
+		{"version", []string{"-version"}, exitOK, "weft " + buildVersion()},
 		{"unknown flag", []string{"-nope"}, exitUsage, "flag provided but not defined"},
 		{"bad duration", []string{"-retention", "forever"}, exitUsage, "invalid value"},
 		{"unknown config key", []string{"-config", bad}, exitUsage, `line 2: unknown key "retension" in storage; valid keys: retention, signal_retention,`},
@@ -293,5 +294,22 @@ workload_context:
 	wantRules := []workload.Rule{{Name: "model", Aliases: []string{"ai.model.name", "model"}}, {Name: "job_id", Aliases: []string{"slurm.job.id"}}}
 	if !reflect.DeepEqual(o.Workload.Rules, wantRules) {
 		t.Errorf("workload rules %+v, want %+v", o.Workload.Rules, wantRules)
+	}
+}
+
+// TestConfigTraces: the trace retention, span metrics and the indexed
+// attributes land in their options.
+func TestConfigTraces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.yml")
+	if err := os.WriteFile(path, []byte("storage:\n  signal_retention:\n    traces: 7d\ntraces:\n  span_metrics: false\n  indexed_attributes: [a.b]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := parseFlags([]string{"-config", path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Storage.SignalRetention.Traces != 7*24*time.Hour || !opts.DisableSpanMetrics ||
+		len(opts.TraceStore.IndexedAttributes) != 1 || opts.TraceStore.IndexedAttributes[0] != "a.b" {
+		t.Fatalf("traces config not applied: %v %v %v", opts.Storage.SignalRetention, opts.DisableSpanMetrics, opts.TraceStore.IndexedAttributes)
 	}
 }

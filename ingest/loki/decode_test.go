@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -150,12 +151,22 @@ func TestDecodeBody(t *testing.T) {
 		{"json", "application/json; charset=utf-8", "", js, 1 << 20, nil},
 		{"json gzip", "application/json", "gzip", gz.Bytes(), 1 << 20, nil},
 		{"protobuf", "application/x-protobuf", "", pb, 1 << 20, nil},
+		{"protobuf snappy encoding", "application/x-protobuf", "snappy", pb, 1 << 20, nil},
+		{"json snappy encoding, plain body (as Loki)", "application/json", "snappy", js, 1 << 20, nil},
+		{"json snappy encoding, compressed body", "application/json", "snappy", s2.EncodeSnappy(nil, js), 1 << 20, nil},
+		{"json snappy too large", "application/json", "snappy", s2.EncodeSnappy(nil, js), int64(len(js)) - 1, ErrTooLarge},
+		{"json snappy garbage", "application/json", "snappy", []byte{0xff, 0xff, 0xff}, 1 << 20, ErrMalformed},
 		{"no type is protobuf", "", "", pb, 1 << 20, nil},
 		{"json too large", "application/json", "", js, 10, ErrTooLarge},
 		{"gzip too large", "application/json", "gzip", gz.Bytes(), 10, ErrTooLarge},
 		{"bad snappy", "application/x-protobuf", "", []byte{0xff, 0xff, 0xff}, 1 << 20, ErrMalformed},
 		{"bad gzip", "application/json", "gzip", js, 1 << 20, ErrMalformed},
 		{"unknown encoding", "application/json", "br", js, 1 << 20, ErrMalformed},
+	}
+	// A body that is not snappy names the codec once.
+	_, err := DecodeBody("application/x-protobuf", "snappy", bytes.NewReader([]byte{0xff, 0xff, 0xff}), 1<<20)
+	if err == nil || strings.Count(err.Error(), "snappy") != 1 {
+		t.Errorf("bad snappy body: %v, want one mention of snappy", err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

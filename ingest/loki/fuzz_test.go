@@ -1,6 +1,7 @@
 package loki
 
 import (
+	"bytes"
 	"context"
 	"testing"
 )
@@ -36,5 +37,21 @@ func FuzzParseLabelSet(f *testing.F) {
 	f.Add("{a=`x`,}")
 	f.Fuzz(func(t *testing.T, s string) {
 		parseLabelSet(s)
+	})
+}
+
+// FuzzDecodeBody covers the content-type and content-encoding combinations
+// (snappy-encoded JSON tries JSON first, then a snappy block).
+func FuzzDecodeBody(f *testing.F) {
+	f.Add(true, uint8(1), []byte(`{"streams":[{"stream":{"app":"a"},"values":[["1","x"]]}]}`))
+	f.Add(false, uint8(1), pbPush(pbStream(`{app="a"}`, pbEntry{sec: 1, line: "x"})))
+	f.Add(true, uint8(2), []byte("\x1f\x8b"))
+	encodings := []string{"", "snappy", "gzip", "deflate"}
+	f.Fuzz(func(t *testing.T, isJSON bool, enc uint8, b []byte) {
+		ct := "application/x-protobuf"
+		if isJSON {
+			ct = "application/json"
+		}
+		_, _ = DecodeBody(ct, encodings[int(enc)%len(encodings)], bytes.NewReader(b), 1<<20)
 	})
 }

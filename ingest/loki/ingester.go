@@ -24,6 +24,8 @@ var ErrInvalid = errors.New("invalid push request")
 type ValidationError struct {
 	Reasons  []string // the first maxReasons reasons
 	Rejected int      // entries rejected in all
+	// ByReason counts the rejected entries by reason.
+	ByReason [NumReasons]int
 }
 
 // maxReasons bounds the reasons kept for the response body.
@@ -39,10 +41,11 @@ func (e *ValidationError) Error() string {
 
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
-func (e *ValidationError) add(entries int, format string, args ...any) {
+func (e *ValidationError) add(r Reason, entries int, err error) {
 	e.Rejected += entries
+	e.ByReason[r] += entries
 	if len(e.Reasons) < maxReasons {
-		e.Reasons = append(e.Reasons, fmt.Sprintf(format, args...))
+		e.Reasons = append(e.Reasons, err.Error())
 	}
 }
 
@@ -60,7 +63,7 @@ type Ingester struct {
 
 // NewIngester returns an Ingester writing to p.
 func NewIngester(p Pusher, opts Options) *Ingester {
-	return &Ingester{p: p, opts: opts.withDefaults()}
+	return &Ingester{p: p, opts: opts.WithDefaults()}
 }
 
 // Stats count what a Push wrote.
@@ -84,9 +87,9 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 	}
 	sb := labels.NewScratchBuilder(16)
 	for _, s := range req.Streams {
-		ls, err := in.streamLabels(&sb, s)
+		ls, reason, err := in.streamLabels(&sb, s)
 		if err != nil {
-			verr.add(len(s.Entries), "%v", err)
+			verr.add(reason, len(s.Entries), err)
 			continue
 		}
 		ps := logstore.PushStream{Labels: ls, Entries: make([]logentry.Entry, 0, len(s.Entries))}
@@ -100,9 +103,9 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 			}
 		}
 		for _, e := range s.Entries {
-			md, err := in.entry(&sb, ls, e, minT, maxT, streamLevel)
+			md, reason, err := in.entry(&sb, ls, e, minT, maxT, streamLevel)
 			if err != nil {
-				verr.add(1, "%v", err)
+				verr.add(reason, 1, err)
 				continue
 			}
 			ps.Entries = append(ps.Entries, logentry.Entry{Timestamp: e.Timestamp, Line: e.Line, Metadata: md})
@@ -125,33 +128,26 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 	return st, nil
 }
 
-// streamLabels validates a stream's labels and adds service_name.
-func (in *Ingester) streamLabels(sb *labels.ScratchBuilder, s Stream) (labels.Labels, error) {
+// streamLabels validates a stream's labels and adds service_name. Like
+// Loki, it does not count service_name against MaxLabelNamesPerStream.
+func (in *Ingester) streamLabels(sb *labels.ScratchBuilder, s Stream) (labels.Labels, Reason, error) {
 	if s.LabelsErr != nil {
-		return labels.EmptyLabels(), fmt.Errorf("error parsing labels: %w", s.LabelsErr)
+		return labels.EmptyLabels(), ReasonInvalidLabels, fmt.Errorf("error parsing labels: %w", s.LabelsErr)
 	}
 	if len(s.Labels) == 0 {
-		return labels.EmptyLabels(), errors.New("error at least one label pair is required per stream")
+		return labels.EmptyLabels(), ReasonMissingLabels, errors.New("error at least one label pair is required per stream")
 	}
 	sb.Reset()
 	for _, p := range s.Labels {
-		if err := in.checkPair(p, "label"); err != nil {
-			return labels.EmptyLabels(), fmt.Errorf("stream %s: %w", pairsString(s.Labels), err)
+		if r, err := in.checkLabel(p); err != nil {
+			return labels.EmptyLabels(), r, fmt.Errorf("stream %s: %w", pairsString(s.Labels), err)
 		}
 		sb.Add(p.Name, p.Value)
 	}
 	sb.Sort()
 	ls := sb.Labels()
-	var prev string
-	dup := ""
-	ls.Range(func(l labels.Label) {
-		if l.Name == prev {
-			dup = l.Name
-		}
-		prev = l.Name
-	})
-	if dup != "" {
-		return labels.EmptyLabels(), fmt.Errorf("stream %s: duplicate label name %q", pairsString(s.Labels), dup)
+	if dup := duplicateName(ls); dup != "" {
+		return labels.EmptyLabels(), ReasonDuplicateLabelNames, fmt.Errorf("stream %s: duplicate label name %q", pairsString(s.Labels), dup)
 	}
 	if !ls.Has(ServiceName) {
 		svc := UnknownService
@@ -165,40 +161,67 @@ func (in *Ingester) streamLabels(sb *labels.ScratchBuilder, s Stream) (labels.La
 		b.Set(ServiceName, svc)
 		ls = b.Labels()
 	}
-	if n := ls.Len(); n > in.opts.MaxLabelNamesPerStream {
-		return labels.EmptyLabels(), fmt.Errorf("stream %s has %d label names; limit %d", ls, n, in.opts.MaxLabelNamesPerStream)
+	if n := ls.Len() - 1; n > in.opts.MaxLabelNamesPerStream {
+		return labels.EmptyLabels(), ReasonMaxLabelNames, fmt.Errorf("entry for stream '%s' has %d label names; limit %d (limits.logs.max_label_names_per_stream; service_name is not counted)",
+			ls, n, in.opts.MaxLabelNamesPerStream)
 	}
 	// The canonical context labels the stream's aliases provide (not
 	// counted against the limit: they copy labels already counted).
 	ls, _ = in.opts.Workload.AddCanonical(ls)
-	return ls, nil
+	return ls, 0, nil
 }
 
-func (in *Ingester) checkPair(p Pair, what string) error {
+// duplicateName returns a name that sorted ls has twice, or "".
+func duplicateName(ls labels.Labels) string {
+	var prev, dup string
+	ls.Range(func(l labels.Label) {
+		if l.Name == prev {
+			dup = l.Name
+		}
+		prev = l.Name
+	})
+	return dup
+}
+
+// checkLabel validates a stream label pair.
+func (in *Ingester) checkLabel(p Pair) (Reason, error) {
 	switch {
 	case !model.LabelName(p.Name).IsValidLegacy():
-		return fmt.Errorf("invalid %s name %q", what, truncate(p.Name))
+		return ReasonInvalidLabels, fmt.Errorf("invalid label name %q", truncate(p.Name))
 	case len(p.Name) > in.opts.MaxLabelNameLength:
-		return fmt.Errorf("%s name %q longer than %d bytes", what, truncate(p.Name), in.opts.MaxLabelNameLength)
+		return ReasonLabelNameTooLong, fmt.Errorf("label name %q longer than %d bytes", truncate(p.Name), in.opts.MaxLabelNameLength)
 	case len(p.Value) > in.opts.MaxLabelValueLength:
-		return fmt.Errorf("%s %s value longer than %d bytes", what, p.Name, in.opts.MaxLabelValueLength)
+		return ReasonLabelValueTooLong, fmt.Errorf("label %s value longer than %d bytes", p.Name, in.opts.MaxLabelValueLength)
 	case !utf8.ValidString(p.Value):
-		return fmt.Errorf("%s %s value is not valid UTF-8", what, p.Name)
+		return ReasonInvalidLabels, fmt.Errorf("label %s value is not valid UTF-8", p.Name)
+	}
+	return 0, nil
+}
+
+// checkMetadata validates a structured-metadata pair: its name must be a
+// label name (queries filter on it like on a label), its value UTF-8.
+// Lengths are bounded by MaxStructuredMetadataSize as a whole, as in Loki.
+func checkMetadata(p Pair) error {
+	switch {
+	case !model.LabelName(p.Name).IsValidLegacy():
+		return fmt.Errorf("invalid structured metadata name %q", truncate(p.Name))
+	case !utf8.ValidString(p.Value):
+		return fmt.Errorf("structured metadata %s value is not valid UTF-8", p.Name)
 	}
 	return nil
 }
 
 // entry validates one entry and returns its metadata with detected_level.
-func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, minT, maxT int64, streamLevel string) (labels.Labels, error) {
+func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, minT, maxT int64, streamLevel string) (labels.Labels, Reason, error) {
 	if len(e.Line) > in.opts.MaxLineSize {
-		return labels.EmptyLabels(), fmt.Errorf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes",
+		return labels.EmptyLabels(), ReasonLineTooLong, fmt.Errorf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes",
 			in.opts.MaxLineSize, ls, len(e.Line))
 	}
 	if e.Timestamp > maxT {
-		return labels.EmptyLabels(), fmt.Errorf("entry for stream '%s' has timestamp too new: %s", ls, time.Unix(0, e.Timestamp).UTC().Format(time.RFC3339Nano))
+		return labels.EmptyLabels(), ReasonTooFarInFuture, fmt.Errorf("entry for stream '%s' has timestamp too new: %s", ls, time.Unix(0, e.Timestamp).UTC().Format(time.RFC3339Nano))
 	}
 	if e.Timestamp < minT {
-		return labels.EmptyLabels(), fmt.Errorf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s",
+		return labels.EmptyLabels(), ReasonTooOld, fmt.Errorf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s",
 			ls, time.Unix(0, e.Timestamp).UTC().Format(time.RFC3339Nano), time.Unix(0, minT).UTC().Format(time.RFC3339Nano))
 	}
 	size := 0
@@ -206,18 +229,18 @@ func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, 
 		size += len(p.Name) + len(p.Value)
 	}
 	if size > in.opts.MaxStructuredMetadataSize {
-		return labels.EmptyLabels(), fmt.Errorf("structured metadata size %d bytes exceeds the limit of %d bytes for stream '%s'",
+		return labels.EmptyLabels(), ReasonMetadataTooLarge, fmt.Errorf("structured metadata size %d bytes exceeds the limit of %d bytes for stream '%s'",
 			size, in.opts.MaxStructuredMetadataSize, ls)
 	}
 	if len(e.Metadata) > in.opts.MaxStructuredMetadataPairs {
-		return labels.EmptyLabels(), fmt.Errorf("structured metadata has %d pairs; limit %d for stream '%s'",
+		return labels.EmptyLabels(), ReasonMetadataTooMany, fmt.Errorf("structured metadata has %d pairs; limit %d for stream '%s'",
 			len(e.Metadata), in.opts.MaxStructuredMetadataPairs, ls)
 	}
 	sb.Reset()
 	level, hasDetected := "", false
 	for _, p := range e.Metadata {
-		if err := in.checkPair(p, "structured metadata"); err != nil {
-			return labels.EmptyLabels(), fmt.Errorf("stream '%s': %w", ls, err)
+		if err := checkMetadata(p); err != nil {
+			return labels.EmptyLabels(), ReasonInvalidMetadata, fmt.Errorf("stream '%s': %w", ls, err)
 		}
 		sb.Add(p.Name, p.Value)
 		if p.Name == DetectedLevel {
@@ -237,18 +260,10 @@ func (in *Ingester) entry(sb *labels.ScratchBuilder, ls labels.Labels, e Entry, 
 	}
 	sb.Sort()
 	md := sb.Labels()
-	var prev string
-	dup := ""
-	md.Range(func(l labels.Label) {
-		if l.Name == prev {
-			dup = l.Name
-		}
-		prev = l.Name
-	})
-	if dup != "" {
-		return labels.EmptyLabels(), fmt.Errorf("stream '%s': duplicate structured metadata name %q", ls, dup)
+	if dup := duplicateName(md); dup != "" {
+		return labels.EmptyLabels(), ReasonInvalidMetadata, fmt.Errorf("stream '%s': duplicate structured metadata name %q", ls, dup)
 	}
-	return md, nil
+	return md, 0, nil
 }
 
 func pairsString(ps []Pair) string {

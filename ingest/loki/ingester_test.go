@@ -84,18 +84,19 @@ func TestValidation(t *testing.T) {
 		name   string
 		s      Stream
 		reason string
+		why    Reason
 	}{
-		{"no labels", Stream{Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "at least one label pair"},
-		{"bad label name", Stream{Labels: []Pair{{"a-b", "x"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, `invalid label name "a-b"`},
-		{"bad utf8", Stream{Labels: []Pair{{"a", "\xff"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "not valid UTF-8"},
-		{"duplicate", Stream{Labels: []Pair{{"a", "1"}, {"a", "2"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "duplicate label name"},
-		{"parse", Stream{LabelsErr: errors.New("label set oops"), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "error parsing labels"},
-		{"too many labels", Stream{Labels: manyLabels(15), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "16 label names; limit 15"},
-		{"line too long", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: strings.Repeat("x", 256<<10+1)}}}, "max entry size '262144' bytes exceeded"},
-		{"metadata too large", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k", strings.Repeat("v", 64<<10)}}}}}, "structured metadata size 65537 bytes exceeds the limit of 65536"},
-		{"bad metadata name", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k.k", "v"}}}}}, `invalid structured metadata name "k.k"`},
-		{"too old", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(-8 * 24 * time.Hour).UnixNano(), Line: "x"}}}, "timestamp too old: 2023-11-06T22:13:20Z, oldest acceptable timestamp is: 2023-11-07T22:13:20Z"},
-		{"too new", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(11 * time.Minute).UnixNano(), Line: "x"}}}, "timestamp too new"},
+		{"no labels", Stream{Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "at least one label pair", ReasonMissingLabels},
+		{"bad label name", Stream{Labels: []Pair{{"a-b", "x"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, `invalid label name "a-b"`, ReasonInvalidLabels},
+		{"bad utf8", Stream{Labels: []Pair{{"a", "\xff"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "not valid UTF-8", ReasonInvalidLabels},
+		{"duplicate", Stream{Labels: []Pair{{"a", "1"}, {"a", "2"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "duplicate label name", ReasonDuplicateLabelNames},
+		{"parse", Stream{LabelsErr: errors.New("label set oops"), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "error parsing labels", ReasonInvalidLabels},
+		{"too many labels", Stream{Labels: manyLabels(16), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "16 label names; limit 15", ReasonMaxLabelNames},
+		{"line too long", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: strings.Repeat("x", 256<<10+1)}}}, "max entry size '262144' bytes exceeded", ReasonLineTooLong},
+		{"metadata too large", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k", strings.Repeat("v", 64<<10)}}}}}, "structured metadata size 65537 bytes exceeds the limit of 65536", ReasonMetadataTooLarge},
+		{"bad metadata name", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k.k", "v"}}}}}, `invalid structured metadata name "k.k"`, ReasonInvalidMetadata},
+		{"too old", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(-8 * 24 * time.Hour).UnixNano(), Line: "x"}}}, "timestamp too old: 2023-11-06T22:13:20Z, oldest acceptable timestamp is: 2023-11-07T22:13:20Z", ReasonTooOld},
+		{"too new", Stream{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testNow.Add(11 * time.Minute).UnixNano(), Line: "x"}}}, "timestamp too new", ReasonTooFarInFuture},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,10 +109,33 @@ func TestValidation(t *testing.T) {
 			if !strings.Contains(err.Error(), c.reason) {
 				t.Fatalf("reason %q does not contain %q", err, c.reason)
 			}
+			if ve.ByReason[c.why] != len(c.s.Entries) || ve.Rejected != len(c.s.Entries) {
+				t.Fatalf("by reason %v, want %d under %s", ve.ByReason, len(c.s.Entries), c.why)
+			}
 			if st.Entries != 1 || len(r.streams) != 1 || r.streams[0].Labels.Get("app") != "ok" {
 				t.Fatalf("valid stream not written: %+v %+v", st, r.streams)
 			}
 		})
+	}
+}
+
+// service_name is not counted against the limit, as in Loki: 15 labels of
+// the client's own pass.
+func TestLabelLimitExcludesServiceName(t *testing.T) {
+	r := &recorder{}
+	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: manyLabels(15), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}}})
+	if err != nil || r.streams[0].Labels.Len() != 16 {
+		t.Fatalf("err %v, streams %+v", err, r.streams)
+	}
+}
+
+// Structured metadata values are bounded by the total size, not by the
+// label value length (Loki's rule).
+func TestLongMetadataValue(t *testing.T) {
+	r := &recorder{}
+	_, err := newTestIngester(r).Push(context.Background(), &Request{Streams: []Stream{{Labels: []Pair{{"a", "1"}}, Entries: []Entry{{Timestamp: testTS, Line: "x", Metadata: []Pair{{"k", strings.Repeat("v", 10000)}}}}}}})
+	if err != nil || len(r.streams[0].Entries[0].Metadata.Get("k")) != 10000 {
+		t.Fatalf("err %v", err)
 	}
 }
 

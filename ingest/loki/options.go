@@ -65,7 +65,9 @@ func DefaultOptions() Options {
 	}
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every zero field set to its default (Now to
+// time.Now).
+func (o Options) WithDefaults() Options {
 	d := DefaultOptions()
 	if o.MaxLineSize <= 0 {
 		o.MaxLineSize = d.MaxLineSize

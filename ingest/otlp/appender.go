@@ -26,7 +26,7 @@ type checkedAppender struct {
 	// series labels without __name__, le and quantile, the metric family and
 	// the timestamp, so that a classic histogram's _bucket/_sum/_count
 	// samples count as one point.
-	rejected map[uint64]struct{}
+	rejected map[uint64]string // → the reason (storageReason)
 	firstErr error
 	fatal    error
 	// exemplarErrs counts exemplars the storage refused (the sample was kept).
@@ -65,7 +65,7 @@ func (a *checkedAppender) Append(ref storage.SeriesRef, ls labels.Labels, st, t 
 		return 0, nil
 	}
 	if a.rejected == nil {
-		a.rejected = make(map[uint64]struct{})
+		a.rejected = make(map[uint64]string)
 	}
 	var hsh uint64
 	hsh, a.buf = ls.HashWithoutLabels(a.buf[:0], labels.BucketLabel, "quantile")
@@ -73,7 +73,7 @@ func (a *checkedAppender) Append(ref storage.SeriesRef, ls labels.Labels, st, t 
 	a.buf = append(a.buf, opts.MetricFamilyName...)
 	a.buf = append(a.buf, byte(hsh), byte(hsh>>8), byte(hsh>>16), byte(hsh>>24), byte(hsh>>32), byte(hsh>>40), byte(hsh>>48), byte(hsh>>56))
 	a.buf = append(a.buf, byte(t), byte(t>>8), byte(t>>16), byte(t>>24), byte(t>>32), byte(t>>40), byte(t>>48), byte(t>>56))
-	a.rejected[xxhash.Sum64(a.buf)] = struct{}{}
+	a.rejected[xxhash.Sum64(a.buf)] = storageReason(err)
 	return 0, nil
 }
 

@@ -143,7 +143,7 @@ func (d *deltaState) convert(md pmetric.Metrics, rej *rejections) []undoEntry {
 					return d.get(key, now)
 				}
 				reject := func(reason string) bool {
-					rej.add(1, fmt.Sprintf("metric %q: %s", m.Name(), reason))
+					rej.add(ReasonDeltaConversion, 1, fmt.Sprintf("metric %q: %s", m.Name(), reason))
 					return true
 				}
 				switch m.Type() {

@@ -32,6 +32,10 @@ type Result struct {
 	// Message explains the rejections or, with Rejected == 0, warns about
 	// dropped parts (invalid exemplars or attribute names); empty if none.
 	Message string
+	// ByReason counts the rejected data points by reason (the Reason*
+	// constants); nil when none was rejected. Its sum may exceed Rejected
+	// when one point was refused twice (validation and storage).
+	ByReason map[string]int64
 }
 
 // Ingester converts OTLP metrics and appends them to storage. It is safe
@@ -153,14 +157,26 @@ func (ing *Ingester) Ingest(ctx context.Context, md pmetric.Metrics) (Result, er
 		} else {
 			n = 1
 		}
-		rej.add(int64(n), convErr.Error())
+		rej.add(ReasonConversion, int64(n), convErr.Error())
 	}
 	if err := app.AppenderV2.Commit(); err != nil {
 		ing.delta.undo(undo)
 		return res, fmt.Errorf("commit: %w: %w", ErrUnavailable, err)
 	}
 	if n := len(app.rejected); n > 0 {
-		rej.add(int64(n), "storage rejected sample: "+app.firstErr.Error())
+		by := map[string]int64{}
+		for _, r := range app.rejected {
+			by[r]++
+		}
+		first := true
+		for r, k := range by {
+			msg := ""
+			if first {
+				msg = "storage rejected sample: " + app.firstErr.Error()
+				first = false
+			}
+			rej.addQuiet(r, k, msg)
+		}
 	}
 	if app.exemplarErrs > 0 {
 		rej.warn(fmt.Sprintf("%d exemplars not stored", app.exemplarErrs))
@@ -170,6 +186,7 @@ func (ing *Ingester) Ingest(ctx context.Context, md pmetric.Metrics) (Result, er
 	}
 	res.Rejected = min(rej.n, res.DataPoints)
 	res.Message = rej.message()
+	res.ByReason = rej.byReason
 	return res, nil
 }
 

@@ -66,6 +66,10 @@ func TestInvalidPointsRejectedOneByOne(t *testing.T) {
 			t.Errorf("message %q lacks %q", res.Message, want)
 		}
 	}
+	// Validation mirrors the translator, so it finds all five.
+	if len(res.ByReason) != 1 || res.ByReason[ReasonInvalidDataPoint] != 5 {
+		t.Errorf("by reason %v, want 5 %s", res.ByReason, ReasonInvalidDataPoint)
+	}
 	got := dumpSeries(t, db)
 	// Only the valid point; no target_info, the resource has no attributes
 	// besides the identifying service.name.
@@ -95,6 +99,11 @@ func TestStorageRejectionsCountPerDataPoint(t *testing.T) {
 	}
 	if !strings.Contains(res.Message, "storage rejected sample") {
 		t.Fatalf("message %q", res.Message)
+	}
+	// Changed values at the same timestamps: the storage refuses each
+	// point, as a duplicate or (some series) as out of order.
+	if res.ByReason[ReasonDuplicate]+res.ByReason[ReasonOutOfOrder] != 9 || res.ByReason[ReasonDuplicate] == 0 {
+		t.Fatalf("by reason %v, want 9 duplicate or out-of-order", res.ByReason)
 	}
 }
 

@@ -64,7 +64,7 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 				reject := func(reason string) bool {
 					msg := fmt.Sprintf("metric %q: %s", m.Name(), reason)
 					if n := dataPointCount(m); n > 0 {
-						rej.add(int64(n), msg)
+						rej.add(ReasonInvalidDataPoint, int64(n), msg)
 					} else {
 						rej.warn(msg)
 					}
@@ -99,7 +99,7 @@ func (ing *Ingester) validate(md pmetric.Metrics, rej *rejections) {
 					if msg == "" {
 						return false
 					}
-					rej.add(1, fmt.Sprintf("metric %q: %s", m.Name(), msg))
+					rej.add(ReasonInvalidDataPoint, 1, fmt.Sprintf("metric %q: %s", m.Name(), msg))
 					return true
 				}
 				switch m.Type() {

@@ -29,19 +29,26 @@ const (
 // concurrent use.
 type converter struct {
 	mapping *workload.Mapping
-	index   map[string]string // attribute name → label name
+	index   []indexLabel // in priority order
 	namer   otlptranslator.LabelNamer
+	// maxLabels is the stream label limit (not counting service_name, as in
+	// Loki): label candidates past it become structured metadata instead. maxValue is
+	// the label value length limit: a longer value is kept as metadata.
+	maxLabels, maxValue int
 	// maxPairs is the structured-metadata pair limit: past it an entry is
 	// rejected anyway, so pairs are appended without the duplicate scan
 	// (which would be quadratic in a hostile record's attributes).
 	maxPairs int
 }
 
-func newConverter(m *workload.Mapping, indexLabels []string, maxPairs int) *converter {
-	c := &converter{mapping: m, index: make(map[string]string, len(indexLabels)), maxPairs: maxPairs}
+// indexLabel is a resource attribute stored as a stream label.
+type indexLabel struct{ attr, label string }
+
+func newConverter(m *workload.Mapping, indexLabels []string, maxLabels, maxValue, maxPairs int) *converter {
+	c := &converter{mapping: m, maxLabels: maxLabels, maxValue: maxValue, maxPairs: maxPairs}
 	for _, a := range indexLabels {
 		if n, err := c.namer.Build(a); err == nil {
-			c.index[a] = n
+			c.index = append(c.index, indexLabel{a, n})
 		}
 	}
 	return c
@@ -89,9 +96,26 @@ func (c *converter) convert(ld plog.Logs, now time.Time) *loki.Request {
 
 // resource returns the stream (labels, no entries) of a resource and the
 // structured metadata of its attributes that are not labels.
+//
+// The label candidates are, in this order, service_name, the workload
+// context labels (rule order) and the index labels (list order), each name
+// once (the first wins). service_name and the next maxLabels of them are
+// the stream's labels; the rest, and any candidate whose value is longer than a label
+// value may be, are kept as structured metadata under the same name (as
+// Loki keeps attributes it does not index), so that a resource with more
+// attributes than the limit is stored, never refused.
 func (c *converter) resource(attrs pcommon.Map) (loki.Stream, []loki.Pair) {
-	var s loki.Stream
 	used := map[string]bool{}
+	cands := make([]loki.Pair, 1, 16)
+	cands[0] = loki.Pair{Name: loki.ServiceName, Value: loki.UnknownService}
+	has := func(n string) bool {
+		for _, p := range cands {
+			if p.Name == n {
+				return true
+			}
+		}
+		return false
+	}
 	if c.mapping != nil {
 		var ctx []workload.Label
 		ctx = c.mapping.AppendLabels(ctx, func(name string) (string, bool) {
@@ -106,33 +130,41 @@ func (c *converter) resource(attrs pcommon.Map) (loki.Stream, []loki.Pair) {
 			return str, true
 		})
 		for _, l := range ctx {
-			s.Labels = append(s.Labels, loki.Pair{Name: l.Name, Value: l.Value})
-		}
-	}
-	hasLabel := func(n string) bool {
-		for _, p := range s.Labels {
-			if p.Name == n {
-				return true
+			if l.Name == loki.ServiceName {
+				cands[0].Value = l.Value
+				continue
+			}
+			if !has(l.Name) {
+				cands = append(cands, loki.Pair{Name: l.Name, Value: l.Value})
 			}
 		}
-		return false
 	}
-	attrs.Range(func(k string, v pcommon.Value) bool {
-		if used[k] {
-			return true
+	for _, il := range c.index {
+		v, ok := attrs.Get(il.attr)
+		if !ok || used[il.attr] {
+			continue
 		}
-		if n, ok := c.index[k]; ok {
-			used[k] = true
-			if str := v.AsString(); str != "" && !hasLabel(n) {
-				s.Labels = append(s.Labels, loki.Pair{Name: n, Value: str})
+		used[il.attr] = true
+		str := v.AsString()
+		switch {
+		case str == "":
+		case il.label == loki.ServiceName:
+			if cands[0].Value == loki.UnknownService {
+				cands[0].Value = str
 			}
+		case !has(il.label):
+			cands = append(cands, loki.Pair{Name: il.label, Value: str})
 		}
-		return true
-	})
-	if !hasLabel(loki.ServiceName) {
-		s.Labels = append(s.Labels, loki.Pair{Name: loki.ServiceName, Value: loki.UnknownService})
 	}
+	var s loki.Stream
 	var md []loki.Pair
+	for _, p := range cands {
+		if len(s.Labels) <= c.maxLabels && len(p.Value) <= c.maxValue {
+			s.Labels = append(s.Labels, p)
+		} else {
+			md = append(md, p)
+		}
+	}
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if !used[k] {
 			if n := c.normalize(k); n != "" {

@@ -34,18 +34,11 @@ func New(p loki.Pusher, opts Options) (*Ingester, error) {
 	if idx == nil {
 		idx = DefaultIndexLabels
 	}
-	lo := opts.Loki
-	if lo.MaxStructuredMetadataPairs <= 0 {
-		lo.MaxStructuredMetadataPairs = loki.DefaultOptions().MaxStructuredMetadataPairs
-	}
-	now := lo.Now
-	if now == nil {
-		now = time.Now
-	}
+	lo := opts.Loki.WithDefaults()
 	return &Ingester{
-		conv: newConverter(m, idx, lo.MaxStructuredMetadataPairs),
+		conv: newConverter(m, idx, lo.MaxLabelNamesPerStream, lo.MaxLabelValueLength, lo.MaxStructuredMetadataPairs),
 		li:   loki.NewIngester(p, lo),
-		now:  now,
+		now:  lo.Now,
 	}, nil
 }
 
@@ -55,6 +48,8 @@ type Result struct {
 	Rejected int64 // invalid records, not written
 	// Message names the first reasons for rejections ("" when none).
 	Message string
+	// ByReason counts the rejected records by reason.
+	ByReason [loki.NumReasons]int64
 }
 
 // Ingest maps and writes ld. Invalid records are rejected one by one and
@@ -74,6 +69,9 @@ func (in *Ingester) Ingest(ctx context.Context, ld plog.Logs) (Result, error) {
 		return Result{Accepted: int64(st.Entries)}, nil
 	case errors.As(err, &verr):
 		res := Result{Accepted: int64(st.Entries), Rejected: int64(verr.Rejected), Message: verr.Error()}
+		for r, n := range verr.ByReason {
+			res.ByReason[r] = int64(n)
+		}
 		if res.Accepted == 0 {
 			return res, fmt.Errorf("%w: %s", ErrAllRejected, res.Message)
 		}

@@ -246,3 +246,64 @@ func TestSeverityLevel(t *testing.T) {
 		}
 	}
 }
+
+// k8sAIResource is what a Collector with the k8sattributes and
+// resourcedetection processors sends for a training pod: 20 attributes, 17
+// of which would be stream labels (context keys and Loki's index labels).
+func k8sAIResource(ra pcommon.Map) {
+	for k, v := range map[string]string{
+		"service.name": "trainer", "service.namespace": "ml", "service.instance.id": "trainer-0-abc",
+		"service.version": "1.4.2", "deployment.environment.name": "prod",
+		"k8s.cluster.name": "gpu-eu-1", "k8s.namespace.name": "ml-train", "k8s.pod.name": "trainer-0",
+		"k8s.pod.uid": "9f3c", "k8s.container.name": "pytorch", "k8s.node.name": "gpu-node-7",
+		"k8s.statefulset.name": "trainer", "host.name": "gpu-node-7", "cloud.region": "eu-west-1",
+		"cloud.availability_zone": "eu-west-1a", "ai.run.id": "r77", "ai.model.name": "llama-70b",
+		"ai.model.version": "v3", "ai.team": "research", "gpu.uuid": "GPU-1234",
+	} {
+		ra.PutStr(k, v)
+	}
+}
+
+func TestIngestManyResourceAttributes(t *testing.T) {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	k8sAIResource(rl.Resource().Attributes())
+	rl.Resource().Attributes().PutStr("k8s.deployment.name", strings.Repeat("d", 3000)) // too long for a label
+	r := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	r.SetTimestamp(pcommon.NewTimestampFromTime(testNow))
+	r.Body().SetStr("step 1")
+
+	for _, limit := range []int{15, 30} {
+		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+			p := &fakePusher{}
+			in := newTestIngester(t, p, func(o *Options) { o.Loki.MaxLabelNamesPerStream = limit })
+			res, err := in.Ingest(context.Background(), ld)
+			if err != nil || res.Accepted != 1 || res.Rejected != 0 {
+				t.Fatalf("result %+v, err %v: want the record stored", res, err)
+			}
+			ls, md := p.streams[0].Labels, p.streams[0].Entries[0].Metadata
+			wantLabels := min(limit+1, 18) // service_name + 17 candidates (the long one never is a label)
+			if ls.Len() != wantLabels {
+				t.Fatalf("%d labels %s, want %d", ls.Len(), ls, wantLabels)
+			}
+			// The first candidates are labels: service_name, then context keys.
+			for _, n := range []string{"service_name", "namespace", "pod", "container", "node", "cluster", "host", "model", "run_id"} {
+				if !ls.Has(n) {
+					t.Errorf("label %s missing from %s", n, ls)
+				}
+			}
+			// Every candidate is either a label or metadata, under one name.
+			for _, n := range []string{"service_namespace", "service_instance_id", "deployment_environment_name", "k8s_statefulset_name", "cloud_region", "cloud_availability_zone", "gpu_uuid", "team", "model_version"} {
+				if ls.Has(n) == md.Has(n) {
+					t.Errorf("%s: label %v, metadata %v; want exactly one", n, ls.Has(n), md.Has(n))
+				}
+			}
+			if md.Get("k8s_deployment_name") == "" || ls.Has("k8s_deployment_name") {
+				t.Errorf("a value too long for a label must be metadata: labels %s", ls)
+			}
+			if md.Get("k8s_pod_uid") != "9f3c" || md.Get("service_version") != "1.4.2" {
+				t.Errorf("non-index attributes missing from metadata %s", md)
+			}
+		})
+	}
+}

@@ -83,6 +83,15 @@ func (s *Store) EachStreamTotal(ctx context.Context, start, end int64, ms []*lab
 			return err
 		}
 		t := Stats{Streams: 1}
+		if len(sel.dels) > 0 { // headers count deleted entries: read them
+			if err := it.entryTotals(sel, &t); err != nil {
+				return err
+			}
+			if t.Entries > 0 {
+				f(sel.st.ls, t)
+			}
+			continue
+		}
 		for _, e := range sel.head {
 			t.Entries++
 			t.Bytes += uint64(len(e.Line))

@@ -38,6 +38,11 @@ type Options struct {
 	// kept for needle and metadata queries. Default 64 MiB; negative keeps
 	// none.
 	FilterCacheBytes int
+	// DeleteCancelPeriod is how long a delete request can be cancelled
+	// before the maintenance loop reclaims its entries from storage
+	// (queries skip them at once). Default 24h (Loki's
+	// delete_request_cancel_period).
+	DeleteCancelPeriod time.Duration
 	// NoSealOnClose leaves the heads in their recent records at Close
 	// (the default seals them into chunks: smaller on disk, and the next
 	// Open has nothing to replay).
@@ -56,6 +61,7 @@ func DefaultOptions() Options {
 		SealAge:             10 * time.Minute,
 		MaintenanceInterval: time.Minute,
 		FilterCacheBytes:    64 << 20,
+		DeleteCancelPeriod:  24 * time.Hour,
 	}
 }
 
@@ -75,6 +81,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.FilterCacheBytes == 0 {
 		o.FilterCacheBytes = d.FilterCacheBytes
+	}
+	if o.DeleteCancelPeriod <= 0 {
+		o.DeleteCancelPeriod = d.DeleteCancelPeriod
 	}
 	if o.MaintenanceInterval == 0 {
 		o.MaintenanceInterval = d.MaintenanceInterval

@@ -66,7 +66,7 @@ func (s *Store) SelectWithHints(ctx context.Context, p logentry.SelectParams, h 
 		if st == nil {
 			continue
 		}
-		sel := selStream{st: st}
+		sel := selStream{st: st, dels: s.deletes.active(st.ls, p.Start, p.End)}
 		for _, part := range st.parts {
 			if part >= firstPart && part <= lastPart {
 				sel.parts = append(sel.parts, part)
@@ -96,7 +96,8 @@ type selStream struct {
 	head      []logentry.Entry
 	headNames []string // a superset of the head's metadata names (never modified)
 	parts     []int64
-	refs      [][]chunkRef // per part: its chunks (never modified)
+	refs      [][]chunkRef     // per part: its chunks (never modified)
+	dels      []*DeleteRequest // delete requests covering some of it (deletes.go)
 }
 
 // iterator implements logentry.Iterator over a Pebble snapshot.
@@ -110,6 +111,7 @@ type iterator struct {
 	next    int // index of the next stream in streams
 
 	cur   labels.Labels
+	dels  []*DeleteRequest // of the current stream
 	merge mergeHeap
 	dups  dupFilter
 	at    logentry.Entry
@@ -167,7 +169,7 @@ func (it *iterator) Next() bool {
 			top.key = top.entries[0].Timestamp
 			heap.Fix(&it.merge, 0)
 		}
-		if e.Timestamp < it.p.Start || e.Timestamp >= it.p.End {
+		if e.Timestamp < it.p.Start || e.Timestamp >= it.p.End || len(it.dels) > 0 && deleted(it.dels, e) {
 			continue
 		}
 		if it.dups.seen(e.Timestamp, e.Line) {
@@ -181,7 +183,7 @@ func (it *iterator) Next() bool {
 // openStream fills the merge heap with the stream's head and the chunks
 // that may match.
 func (it *iterator) openStream(sel selStream) error {
-	it.cur = sel.st.ls
+	it.cur, it.dels = sel.st.ls, sel.dels
 	it.merge = it.merge[:0]
 	it.dups.reset()
 	if len(sel.head) > 0 {

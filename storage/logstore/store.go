@@ -29,6 +29,13 @@ var (
 	// ErrTooOld: an entry is older than the retention; the next retention
 	// pass would drop it.
 	ErrTooOld = errors.New("entry older than the log retention")
+	// ErrInvalidDelete: a delete request is malformed (deletes.go).
+	ErrInvalidDelete = errors.New("invalid delete request")
+	// ErrDeleteNotFound: no delete request has the ID.
+	ErrDeleteNotFound = errors.New("could not find delete request with given id")
+	// ErrDeleteProcessed: the delete request is processed; it cannot be
+	// cancelled.
+	ErrDeleteProcessed = errors.New("deletion of request which is in process or already processed is not allowed")
 )
 
 // PushStream is one stream of a push: its labels (sorted, as labels.Labels
@@ -64,6 +71,11 @@ type Store struct {
 	sealMu sync.RWMutex
 
 	filters filterCache
+
+	// deletes are the delete requests (deletes.go); reclaimMu serializes
+	// their processing.
+	deletes   deleteSet
+	reclaimMu sync.Mutex
 
 	// sealQ hands full heads to the sealer goroutine, so that compressing
 	// and building token filters stays off the push path. nil without
@@ -205,6 +217,9 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 	if err := s.loadChunks(); err != nil {
+		return err
+	}
+	if err := s.loadDeletes(); err != nil {
 		return err
 	}
 	for m := range s.parts {
@@ -521,6 +536,9 @@ func (s *Store) maintenanceLoop() {
 		}()
 		if err := s.Seal(ctx, false); err != nil && ctx.Err() == nil {
 			s.log.Error("log_seal_failed", "err", err)
+		}
+		if err := s.ReclaimDeletes(ctx, s.opts.Now().Add(-s.opts.DeleteCancelPeriod).UnixNano()); err != nil && ctx.Err() == nil {
+			s.log.Error("log_delete_reclaim_failed", "err", err)
 		}
 		cancel()
 	}

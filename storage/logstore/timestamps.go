@@ -48,8 +48,9 @@ func (s *Store) SelectTimestamps(ctx context.Context, p logentry.SelectParams, f
 		if err != nil {
 			return err
 		}
-		if overlapping(sel.head, blocks) {
-			// Duplicates may span blocks: read the stream's entries.
+		if len(sel.dels) > 0 || overlapping(sel.head, blocks) {
+			// Deleted entries, or duplicates across blocks: read the
+			// stream's entries.
 			if err := it.eachStreamEntries(sel, func(ts []int64, names []string) error {
 				return f(sel.st.ls, names, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil })
 			}); err != nil {

@@ -13,9 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/prometheus/promql"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/ingest/otlptraces"
+	"github.com/weftdb/weft/ingest/spanmetrics"
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
 )
@@ -25,15 +29,18 @@ import (
 // closes the storage. Methods are safe for concurrent use; Stop is
 // idempotent.
 type App struct {
-	opts    Options
-	logger  *slog.Logger
-	role    *role              // the scale-out target's part (cluster.go)
-	sub     *storage.Substrate // nil for the stateless targets
-	db      *storage.DB
-	logs    *logstore.Store
-	tracker *promql.ActiveQueryTracker
-	api     *api.Server
-	srv     *http.Server
+	opts   Options
+	logger *slog.Logger
+	role   *role              // the scale-out target's part (cluster.go)
+	sub    *storage.Substrate // nil for the stateless targets
+	db     *storage.DB
+	logs   *logstore.Store
+	// spanMetrics derives metrics from stored spans; nil when disabled.
+	spanMetrics *spanmetrics.Processor
+	tracker     *promql.ActiveQueryTracker
+	api         *api.Server
+	rules       *rulesState // rule evaluation and alerting (rules.go)
+	srv         *http.Server
 	// otlpHTTP and otlpGRPC serve the OTLP receiver on its own ports; nil
 	// when their address is empty.
 	otlpHTTP *http.Server
@@ -102,6 +109,10 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		sopts := opts.Storage
 		sopts.Logger = logger.With("component", "storage")
 		sopts.Logs = opts.LogStore
+		sopts.Traces = opts.TraceStore
+		if sopts.Traces.ResourceLabels, err = otlptraces.ResourceLabels(otlptraces.Options{Workload: opts.Workload}); err != nil {
+			return nil, fmt.Errorf("trace resource labels: %w", err)
+		}
 		sub, err = storage.OpenSubstrate(ctx, opts.DataDir, sopts)
 		if err != nil {
 			return nil, fmt.Errorf("open storage %s: %w", opts.DataDir, err)
@@ -149,12 +160,35 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Loki = opts.Loki
 	aopts.Loki.Logger = logger.With("component", "loki")
 	aopts.Workload = opts.Workload
+	aopts.IngestMaxInFlightBytes = opts.IngestMaxInFlightBytes
 	// OTLP logs share the Loki push limits and the metrics receiver's
 	// transport limits.
 	aopts.OTLPLogs.Ingest.Loki = opts.Loki.Ingest
 	aopts.OTLPLogs.MaxRequestBytes = opts.OTLP.MaxRequestBytes
 	aopts.OTLPLogs.RetryAfter = opts.OTLP.RetryAfter
 	aopts.OTLPLogs.Logger = logger.With("component", "otlp logs")
+	// Traces: the Tempo API and OTLP traces over the trace store, with
+	// span metrics into the metric store.
+	if sub != nil {
+		aopts.Traces = sub.Traces()
+	}
+	aopts.OTLPTraces.MaxRequestBytes = opts.OTLP.MaxRequestBytes
+	aopts.OTLPTraces.RetryAfter = opts.OTLP.RetryAfter
+	aopts.OTLPTraces.Logger = logger.With("component", "otlp traces")
+	aopts.Tempo.Logger = logger.With("component", "tempo")
+	var spanMetrics *spanmetrics.Processor
+	if !opts.DisableSpanMetrics && db != nil {
+		smo := opts.SpanMetrics
+		smo.Logger = logger.With("component", "span metrics")
+		spanMetrics = spanmetrics.New(db, smo)
+		aopts.OTLPTraces.SpanMetrics = spanMetrics
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, spanMetrics.Close(context.Background()))
+			}
+		}()
+	}
+	aopts.OTLPLogs.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo
@@ -171,6 +205,22 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if aopts.UI, err = newUI(opts.Web); err != nil {
 		return nil, err
 	}
+	// Rules run on the engines the API queries with (rules.go), over the
+	// store: the stateless scale-out targets have none (cluster.go).
+	var rules *rulesState
+	if role.store {
+		if rules, err = newRules(opts.Rules, db, aopts.Engine, logql.NewEngine(logs, opts.LogQL), reg, logger); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				rules.stop(false)
+			}
+		}()
+		aopts.Rules, aopts.Reload = rules.ruler, rules.reload
+	} else if err := noRules(role.target, opts.Rules); err != nil {
+		return nil, err
+	}
 	srvAPI, err := api.New(aopts)
 	if err != nil {
 		return nil, fmt.Errorf("build http api: %w", err)
@@ -185,14 +235,16 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 
 	a := &App{
-		opts:    opts,
-		logger:  logger,
-		role:    role,
-		sub:     sub,
-		db:      db,
-		logs:    logs,
-		tracker: tracker,
-		api:     srvAPI,
+		opts:        opts,
+		logger:      logger,
+		role:        role,
+		sub:         sub,
+		db:          db,
+		logs:        logs,
+		spanMetrics: spanMetrics,
+		tracker:     tracker,
+		api:         srvAPI,
+		rules:       rules,
 		srv: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -202,16 +254,28 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		serveErr:  make(chan error, 1),
 	}
 	if opts.OTLPHTTPAddr != "" {
-		a.otlpHTTP = &http.Server{
-			Handler:           srvAPI.OTLPHandler(),
-			ReadHeaderTimeout: DefaultReadHeaderTimeout,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
+		a.otlpHTTP = newHTTPServer(srvAPI.OTLPHandler(), logger)
 	}
 	if opts.OTLPGRPCAddr != "" {
-		a.otlpGRPC = srvAPI.NewOTLPGRPCServer()
+		a.otlpGRPC = srvAPI.NewOTLPGRPCServer(
+			// Idle connections and handshakes are bounded like HTTP's.
+			grpc.ConnectionTimeout(DefaultReadHeaderTimeout),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: DefaultIdleTimeout}),
+		)
 	}
 	return a, nil
+}
+
+// newHTTPServer is every HTTP listener's server: header, request and idle
+// timeouts bound slow and idle clients.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // Start opens the HTTP listener and serves in a goroutine owned by the App
@@ -268,6 +332,7 @@ func (a *App) Start(ctx context.Context) error {
 			}
 		})
 	}
+	a.rules.start()
 	if err := a.role.run(ctx, a.api.SetReady); err != nil {
 		return fmt.Errorf("start %s: %w", a.role.target, err)
 	}
@@ -336,8 +401,14 @@ func (a *App) Stop(ctx context.Context) error {
 			}
 			a.serving.Wait()
 		}
+		a.rules.stop(started) // before the stores close: it writes ALERTS
 		if err := a.tracker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close active query tracker: %w", err))
+		}
+		if a.spanMetrics != nil { // after the receivers, before the metric store
+			if err := a.spanMetrics.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("close span metrics: %w", err))
+			}
 		}
 		a.role.close() // an ingester stops consuming before its store flushes
 		if a.sub != nil {

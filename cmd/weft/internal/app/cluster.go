@@ -285,6 +285,15 @@ func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options
 	return nil
 }
 
+// noRules refuses rule files on a target without a store: rules are not
+// evaluated across a cluster yet (docs/scale-out.md).
+func noRules(t Target, o RulesOptions) error {
+	if len(o.Config.RuleFiles)+len(o.Config.LogQLRuleFiles) > 0 {
+		return fmt.Errorf("target %s: rule files need a store; rules are not evaluated across a cluster yet", t)
+	}
+	return nil
+}
+
 // noStore clears the API's store-backed options of a stateless role.
 func noStore(aopts *api.Options) {
 	aopts.Storage = emptyStorage{}
@@ -293,6 +302,7 @@ func noStore(aopts *api.Options) {
 	aopts.Cardinality = nil
 	aopts.Appendable = nil
 	aopts.Logs = nil
+	aopts.Traces = nil
 }
 
 // run starts the role after the listeners opened and copies its readiness

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/ingest/spanmetrics"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // Defaults of the server's listeners and shutdown.
@@ -25,6 +27,14 @@ const (
 	DefaultShutdownTimeout = time.Minute
 	// DefaultReadHeaderTimeout protects the listener against slow clients.
 	DefaultReadHeaderTimeout = 30 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included: a
+	// 32 MiB remote-write body needs half a minute at 1 MB/s; a client that
+	// stalls after one byte loses its connection after this, and the bytes
+	// it sent are all its body holds of the ingest budget meanwhile. Loki
+	// tail connections clear it once they are upgraded.
+	DefaultReadTimeout = 2 * time.Minute
+	// DefaultIdleTimeout closes keep-alive connections idle this long.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // Options configure the server. Build them with DefaultOptions and override
@@ -47,10 +57,21 @@ type Options struct {
 	// LogStore configures the log store. Its partition duration and
 	// retention are the metric store's (they share the index).
 	LogStore logstore.Options
+	// TraceStore configures the trace store (indexed attributes, sealing).
+	// Its partition duration and retention are the substrate's
+	// (Storage.SignalRetention.Traces).
+	TraceStore tracestore.Options
+	// SpanMetrics configures the span metrics derived from ingested spans;
+	// DisableSpanMetrics turns them off.
+	SpanMetrics        spanmetrics.Options
+	DisableSpanMetrics bool
 	// Loki configures the Loki HTTP API (push limits, query defaults).
 	Loki api.LokiOptions
 	// LogQL configures the LogQL engine (limits, timeout).
 	LogQL logql.EngineOptions
+	// OTLPLogIndexLabels are the resource attributes stored as stream
+	// labels of OTLP logs; nil takes otlplogs.DefaultIndexLabels.
+	OTLPLogIndexLabels []string
 
 	// Storage configures the store (retention, out-of-order window, ...).
 	Storage storage.Options
@@ -62,6 +83,11 @@ type Options struct {
 	QueryMaxConcurrency int
 	// RemoteWrite configures the remote-write receiver's limits.
 	RemoteWrite api.RemoteWriteOptions
+	// Rules configures rule evaluation and alerting (rules.go).
+	Rules RulesOptions
+	// IngestMaxInFlightBytes is the memory budget every ingest path shares
+	// (api.Options.IngestMaxInFlightBytes).
+	IngestMaxInFlightBytes int64
 	// EnableAdminAPI serves delete_series and clean_tombstones.
 	EnableAdminAPI bool
 	// CORSOrigin is the regular expression of allowed CORS origins.
@@ -85,22 +111,26 @@ type Options struct {
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		DataDir:             DefaultDataDir,
-		HTTPAddr:            DefaultHTTPAddr,
-		OTLPGRPCAddr:        DefaultOTLPGRPCAddr,
-		OTLPHTTPAddr:        DefaultOTLPHTTPAddr,
-		Storage:             storage.DefaultOptions(),
-		Query:               query.DefaultEngineOptions(),
-		QueryMaxConcurrency: query.DefaultMaxConcurrency,
-		RemoteWrite:         api.DefaultRemoteWriteOptions(),
-		OTLP:                api.DefaultOTLPOptions(),
-		Workload:            workload.DefaultOptions(),
-		LogStore:            logstore.DefaultOptions(),
-		Loki:                api.DefaultLokiOptions(),
-		LogQL:               logql.DefaultEngineOptions(),
-		CORSOrigin:          ".*",
-		ShutdownTimeout:     DefaultShutdownTimeout,
-		Cluster:             DefaultClusterOptions(),
-		BuildInfo:           api.DefaultOptions().BuildInfo,
+		DataDir:                DefaultDataDir,
+		HTTPAddr:               DefaultHTTPAddr,
+		OTLPGRPCAddr:           DefaultOTLPGRPCAddr,
+		OTLPHTTPAddr:           DefaultOTLPHTTPAddr,
+		Storage:                storage.DefaultOptions(),
+		Query:                  query.DefaultEngineOptions(),
+		QueryMaxConcurrency:    query.DefaultMaxConcurrency,
+		RemoteWrite:            api.DefaultRemoteWriteOptions(),
+		IngestMaxInFlightBytes: api.DefaultIngestMaxInFlightBytes,
+		Rules:                  DefaultRulesOptions(),
+		OTLP:                   api.DefaultOTLPOptions(),
+		Workload:               workload.DefaultOptions(),
+		LogStore:               logstore.DefaultOptions(),
+		TraceStore:             tracestore.DefaultOptions(),
+		SpanMetrics:            spanmetrics.DefaultOptions(),
+		Loki:                   api.DefaultLokiOptions(),
+		LogQL:                  logql.DefaultEngineOptions(),
+		CORSOrigin:             ".*",
+		ShutdownTimeout:        DefaultShutdownTimeout,
+		Cluster:                DefaultClusterOptions(),
+		BuildInfo:              api.DefaultOptions().BuildInfo,
 	}
 }

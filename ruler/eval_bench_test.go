@@ -1,0 +1,156 @@
+package ruler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/rules"
+	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/storage"
+)
+
+// benchStore is what the rule benchmark evaluates over.
+type benchStore interface {
+	promstorage.Queryable
+	promstorage.AppendableV2
+}
+
+// benchFleet appends 70 minutes (the NVLink baseline needs an hour) of a
+// GPU fleet at 15-second scrapes: per GPU the series the pack reads
+// (utilization, NVLink bandwidth and errors, clock events, ECC, XID), per
+// rank a step counter and its compute time, 8 GPUs a node, 64 a run.
+func benchFleet(b *testing.B, app promstorage.AppendableV2, gpus int, end time.Time) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const steps = 280
+	type s struct {
+		ls   labels.Labels
+		next func(i int) float64
+	}
+	var series []s
+	for g := 0; g < gpus; g++ {
+		node, idx := g/8, g%8
+		uuid := fmt.Sprintf("GPU-%05d", g)
+		run := "run-" + strconv.Itoa(g/64)
+		base := []string{"gpu", strconv.Itoa(idx), "UUID", uuid, "gpu_uuid", uuid, "Hostname", "node-" + strconv.Itoa(node), "run_id", run, "rank", strconv.Itoa(g % 64)}
+		add := func(name string, f func(i int) float64, extra ...string) {
+			series = append(series, s{labels.FromStrings(append(append([]string{"__name__", name}, base...), extra...)...), f})
+		}
+		add("DCGM_FI_DEV_GPU_UTIL", func(int) float64 { return float64(90 + rng.IntN(8)) })
+		add("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", func(i int) float64 { return float64(i) * 3.5e9 })
+		add("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", func(int) float64 { return 0 })
+		add("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", func(int) float64 { return 0 })
+		add("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", func(int) float64 { return 2 })
+		add("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", func(int) float64 { return 0 })
+		add("weft_gpu_xid_errors_total", func(int) float64 { return 0 }, "xid", "13")
+		add("gpu_agent_gpu_failed", func(int) float64 { return 0 })
+		series = append(series,
+			s{labels.FromStrings("__name__", "training_step_total", "run_id", run, "rank", strconv.Itoa(g%64)), func(i int) float64 { return float64(i) * 6 }},
+			s{labels.FromStrings("__name__", "training_step_compute_seconds", "run_id", run, "rank", strconv.Itoa(g%64)), func(int) float64 { return 2 + rng.Float64()/10 }})
+	}
+	start := end.Add(-steps * 15 * time.Second)
+	for i := 0; i <= steps; i++ {
+		a := app.AppenderV2(context.Background())
+		t := timestamp.FromTime(start.Add(time.Duration(i) * 15 * time.Second))
+		for _, x := range series {
+			if _, err := a.Append(0, x.ls, 0, t, x.next(i), nil, nil, promstorage.AOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := a.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fleetSeries = len(series)
+}
+
+// fleetSeries is the number of series benchFleet appended last.
+var fleetSeries int
+
+// BenchmarkRuleEvaluation evaluates every group of the shipped PromQL pack
+// once per op (one evaluation round) over the same fleet held by weft
+// (its store and the server's engine composition) and by Prometheus' TSDB
+// and engine, through Prometheus' rules manager in both cases. It reports
+// wall and CPU time per round; compare the two sub-benchmarks of one run.
+// WEFT_RULES_BENCH_GPUS sets the fleet size (default 2048 GPUs).
+func BenchmarkRuleEvaluation(b *testing.B) {
+	gpus := 2048
+	if v, err := strconv.Atoi(os.Getenv("WEFT_RULES_BENCH_GPUS")); err == nil && v > 0 {
+		gpus = v
+	}
+	files, err := filepath.Glob("../rules/*.yml")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no rule pack", err)
+	}
+	end := time.Now().Truncate(time.Minute)
+	for _, backend := range []string{"weft", "prometheus"} {
+		b.Run(backend, func(b *testing.B) {
+			var st benchStore
+			var engine promql.QueryEngine
+			switch backend {
+			case "weft":
+				db, err := storage.Open(context.Background(), b.TempDir(), storage.DefaultOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				st, engine = db, serverEngine()
+			default:
+				opts := tsdb.DefaultOptions()
+				opts.OutOfOrderTimeWindow = (10 * time.Minute).Milliseconds()
+				db, err := tsdb.Open(b.TempDir(), nil, nil, opts, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				st, engine = db, query.NewPrometheusEngine(query.DefaultEngineOptions())
+			}
+			benchFleet(b, st, gpus, end)
+			m := rules.NewManager(&rules.ManagerOptions{
+				QueryFunc: rules.EngineQueryFunc(engine, st), AppendableV2: st, Queryable: st,
+				Context: context.Background(), NotifyFunc: func(context.Context, string, ...*rules.Alert) {},
+				Logger: slog.New(slog.DiscardHandler), Parser: query.NewParser(),
+			})
+			groups, errs := m.LoadGroups(time.Minute, labels.EmptyLabels(), "", nil, false, files...)
+			if len(errs) > 0 {
+				b.Fatal(errs)
+			}
+			rounds := 0
+			round := func(ts time.Time) {
+				for _, g := range groups {
+					g.Eval(context.Background(), ts)
+					for _, r := range g.Rules() {
+						if err := r.LastError(); err != nil {
+							b.Fatalf("%s: %v", r.Name(), err)
+						}
+					}
+				}
+				rounds++
+			}
+			round(end) // warm: the first round creates the recorded series
+			b.ResetTimer()
+			c0 := processCPU()
+			for b.Loop() {
+				round(end)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(fleetSeries), "series")
+			if cpu := processCPU() - c0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(rounds-1), "cpu-ns/op")
+			}
+		})
+	}
+}

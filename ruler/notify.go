@@ -1,0 +1,127 @@
+package ruler
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery"
+	promnotifier "github.com/prometheus/prometheus/notifier"
+	"github.com/prometheus/prometheus/rules"
+)
+
+// notifier sends alerts to Alertmanager through Prometheus' notifier
+// (API v2, queueing, batching, relabelling, drain on shutdown), fed with
+// targets by Prometheus' discovery manager (static_configs). It is owned
+// by the Ruler: start and stop are called once each.
+type notifier struct {
+	mgr *promnotifier.Manager
+	sd  *discovery.Manager
+
+	ctx    context.Context // the discovery manager's: cancelled by stop
+	cancel context.CancelFunc
+}
+
+func newNotifier(opts Options) (*notifier, error) {
+	reg := opts.Registerer
+	if reg == nil {
+		// The discovery manager cannot run without a registry; keep its
+		// metrics private.
+		reg = prometheus.NewRegistry()
+	}
+	logger := opts.Logger.With("component", "notifier")
+	sdMetrics, err := discovery.CreateAndRegisterSDMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register alertmanager discovery metrics: %w", err)
+	}
+	// Not derived from the manager's context: Stop cancels that first, and
+	// discovery must keep its targets until the queue is drained.
+	ctx, cancel := context.WithCancel(context.Background())
+	sd := discovery.NewManager(ctx, logger, reg, sdMetrics, discovery.Name("notify"), discovery.Updatert(opts.DiscoveryUpdate))
+	if sd == nil {
+		cancel()
+		return nil, fmt.Errorf("build alertmanager discovery: metrics already registered")
+	}
+	mgr := promnotifier.NewManager(&promnotifier.Options{
+		QueueCapacity:   opts.NotificationQueueCapacity,
+		DrainOnShutdown: true,
+		Registerer:      opts.Registerer,
+	}, model.UTF8Validation, logger)
+	return &notifier{mgr: mgr, sd: sd, ctx: ctx, cancel: cancel}, nil
+}
+
+// applyConfig points the notifier at cfg's Alertmanagers and external
+// labels. The notifier validates and builds every client before it
+// replaces the old ones, so an error leaves them as they were.
+func (n *notifier) applyConfig(cfg Config) error {
+	pc := &config.Config{
+		GlobalConfig: config.GlobalConfig{
+			ExternalLabels:             cfg.ExternalLabels,
+			MetricNameValidationScheme: model.UTF8Validation,
+		},
+		AlertingConfig: cfg.Alerting,
+	}
+	if err := n.mgr.ApplyConfig(pc); err != nil {
+		return err
+	}
+	sdc := map[string]discovery.Configs{}
+	for k, am := range cfg.Alerting.AlertmanagerConfigs.ToMap() {
+		sdc[k] = am.ServiceDiscoveryConfigs
+	}
+	return n.sd.ApplyConfig(sdc)
+}
+
+func (n *notifier) start(wg *sync.WaitGroup) {
+	wg.Go(func() { _ = n.sd.Run() })
+	wg.Go(func() { n.mgr.Run(n.sd.SyncCh()) })
+}
+
+// stop drains the notifier's queue and stops discovery. The caller waits
+// for the goroutines start started.
+func (n *notifier) stop() {
+	n.mgr.Stop()
+	n.cancel()
+}
+
+// notifyFunc is the manager's NotifyFunc: rules.SendAlerts with weft's
+// generatorURL, which opens the rule's expression in weft's query API
+// (/api/v1/query for PromQL, /loki/api/v1/query for LogQL).
+func (n *notifier) notifyFunc(external *url.URL) rules.NotifyFunc {
+	base := strings.TrimSuffix(external.String(), "/")
+	return func(ctx context.Context, expr string, alerts ...*rules.Alert) {
+		if len(alerts) == 0 {
+			return
+		}
+		gen := generatorURL(base, contextLanguage(ctx), expr)
+		out := make([]*promnotifier.Alert, 0, len(alerts))
+		for _, a := range alerts {
+			na := &promnotifier.Alert{
+				StartsAt:     a.FiredAt,
+				Labels:       a.Labels,
+				Annotations:  a.Annotations,
+				GeneratorURL: gen,
+			}
+			if !a.ResolvedAt.IsZero() {
+				na.EndsAt = a.ResolvedAt
+			} else {
+				na.EndsAt = a.ValidUntil
+			}
+			out = append(out, na)
+		}
+		n.mgr.Send(out...)
+	}
+}
+
+// generatorURL is the link an alert carries back to weft.
+func generatorURL(base string, lang Language, expr string) string {
+	path := "/api/v1/query"
+	if lang == LogQL {
+		path = "/loki/api/v1/query"
+	}
+	return base + path + "?query=" + url.QueryEscape(expr)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package tracestore
+
+const raceEnabled = false

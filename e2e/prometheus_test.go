@@ -162,14 +162,21 @@ func fsec(t time.Time) string {
 // for every series in the minute up to t0.
 func waitCaughtUp(t *testing.T, promURL, weftURL string, t0 time.Time) {
 	t.Helper()
-	q := url.Values{"query": {`{__name__=~".+"}[1m]`}, "time": {fsec(t0)}}
+	waitSame(t, promURL, weftURL, `{__name__=~".+"}[1m]`, t0)
+}
+
+// waitSame waits until got answers the instant query q at t0 as want
+// does (remote write has delivered).
+func waitSame(t *testing.T, want, got, q string, t0 time.Time) {
+	t.Helper()
+	params := url.Values{"query": {q}, "time": {fsec(t0)}}
 	deadline := time.Now().Add(catchUpTimeout)
 	var last string
 	for time.Now().Before(deadline) {
-		want, err1 := get(promURL, "/api/v1/query", q)
-		got, err2 := get(weftURL, "/api/v1/query", q)
+		w, err1 := get(want, "/api/v1/query", params)
+		g, err2 := get(got, "/api/v1/query", params)
 		if err1 == nil && err2 == nil {
-			if last = diffResults(want.Data, got.Data); last == "" {
+			if last = diffResults(w.Data, g.Data); last == "" {
 				return
 			}
 		} else {
@@ -177,7 +184,7 @@ func waitCaughtUp(t *testing.T, promURL, weftURL string, t0 time.Time) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("weft did not receive Prometheus' samples up to %s within %s: %s", t0, catchUpTimeout, last)
+	t.Fatalf("%s does not answer %s as %s within %s: %s", got, q, want, catchUpTimeout, last)
 }
 
 // compareAll runs every compared query and API call against both servers.

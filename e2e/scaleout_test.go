@@ -460,28 +460,6 @@ func vectorCount(raw json.RawMessage) int64 {
 	return n
 }
 
-// waitSame waits until got answers the instant query q at t0 as want
-// does (remote write has delivered).
-func waitSame(t *testing.T, want, got, q string, t0 time.Time) {
-	t.Helper()
-	params := url.Values{"query": {q}, "time": {fsec(t0)}}
-	deadline := time.Now().Add(catchUpTimeout)
-	var last string
-	for time.Now().Before(deadline) {
-		w, err1 := get(want, "/api/v1/query", params)
-		g, err2 := get(got, "/api/v1/query", params)
-		if err1 == nil && err2 == nil {
-			if last = diffResults(w.Data, g.Data); last == "" {
-				return
-			}
-		} else {
-			last = fmt.Sprint(err1, err2)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("%s does not answer %s as %s within %s: %s", got, q, want, catchUpTimeout, last)
-}
-
 // TestScaleOut starts a cluster — a kfake broker process (3 brokers,
 // persisted), one distributor, two ingesters of partition 0 and one of
 // partition 1, and a querier — beside a single-node weft, feeds both the

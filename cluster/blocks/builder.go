@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weftdb/weft/cluster/internal/wait"
 	"github.com/weftdb/weft/cluster/kafkalog"
 	"github.com/weftdb/weft/cluster/record"
 	"github.com/weftdb/weft/index"
@@ -175,7 +176,7 @@ func (b *Builder) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				b.logger.Warn("block_builder_poll_failed", "err", err)
-				sleep(ctx, retryBackoff)
+				wait.Sleep(ctx, retryBackoff)
 			}
 			continue
 		}
@@ -243,7 +244,7 @@ func (b *Builder) add(ctx context.Context, f kafkalog.Fetched) error {
 			return nil
 		}
 		b.logger.Error("block_builder_apply_failed", "partition", f.Partition, "err", err)
-		if !sleep(ctx, retryBackoff) {
+		if !wait.Sleep(ctx, retryBackoff) {
 			return ctx.Err()
 		}
 	}
@@ -305,7 +306,7 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 		}
 		b.m.failures.Inc()
 		b.logger.Error("block_upload_failed", "block", m.ID, "err", err)
-		if !sleep(ctx, retryBackoff) {
+		if !wait.Sleep(ctx, retryBackoff) {
 			return ctx.Err()
 		}
 	}
@@ -319,7 +320,7 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 			break
 		}
 		b.logger.Warn("block_builder_commit_failed", "partition", p, "err", err)
-		if !sleep(ctx, retryBackoff) {
+		if !wait.Sleep(ctx, retryBackoff) {
 			return ctx.Err()
 		}
 	}
@@ -329,18 +330,6 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 	b.logger.Info("block_uploaded", "block", m.ID, "offsets", fmt.Sprintf("[%d,%d)", m.Offsets.Start, m.Offsets.End),
 		"samples", m.Stats.Samples, "entries", m.Stats.Entries, "bytes", m.Stats.Bytes)
 	return nil
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 type builderMetrics struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/cluster/internal/logiter"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
@@ -321,49 +322,16 @@ func nsToMs(start, end int64) (int64, int64) { return start / 1e6, end / 1e6 }
 // block.
 func (r *Reader) Select(ctx context.Context, p logentry.SelectParams) (logentry.Iterator, error) {
 	bs, release := r.acquire(nsToMs(p.Start, p.End))
-	it := &blocksIterator{release: release}
+	its := make([]logentry.Iterator, 0, len(bs))
 	for _, b := range bs {
 		bi, err := b.sub.Logs().Select(ctx, p)
 		if err != nil {
-			_ = it.Close()
+			_ = logiter.Concat(its, release).Close()
 			return nil, err
 		}
-		it.its = append(it.its, bi)
+		its = append(its, bi)
 	}
-	return it, nil
-}
-
-type blocksIterator struct {
-	its     []logentry.Iterator
-	i       int
-	err     error
-	release func()
-	once    sync.Once
-}
-
-func (c *blocksIterator) Next() bool {
-	for c.i < len(c.its) {
-		if c.its[c.i].Next() {
-			return true
-		}
-		if err := c.its[c.i].Err(); err != nil {
-			c.err = err
-			return false
-		}
-		c.i++
-	}
-	return false
-}
-
-func (c *blocksIterator) At() (labels.Labels, logentry.Entry) { return c.its[c.i].At() }
-func (c *blocksIterator) Err() error                          { return c.err }
-func (c *blocksIterator) Close() error {
-	var errs []error
-	for _, it := range c.its {
-		errs = append(errs, it.Close())
-	}
-	c.once.Do(c.release)
-	return errors.Join(errs...)
+	return logiter.Concat(its, release), nil
 }
 
 // strings unions a label read over the blocks.

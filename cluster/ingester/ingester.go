@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weftdb/weft/cluster/internal/wait"
 	"github.com/weftdb/weft/cluster/kafkalog"
 	"github.com/weftdb/weft/cluster/readapi"
 	"github.com/weftdb/weft/cluster/record"
@@ -179,7 +180,7 @@ func (in *Ingester) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				in.logger.Warn("ingester_poll_failed", "err", err)
-				sleep(ctx, retryBackoff)
+				wait.Sleep(ctx, retryBackoff)
 			}
 			continue
 		}
@@ -236,7 +237,7 @@ func (in *Ingester) apply(ctx context.Context, fetched []kafkalog.Fetched) {
 		}
 		in.m.applyFailures.Inc()
 		in.logger.Error("ingester_apply_failed", "records", len(recs), "err", err)
-		if !sleep(ctx, retryBackoff) {
+		if !wait.Sleep(ctx, retryBackoff) {
 			return
 		}
 	}
@@ -337,18 +338,6 @@ func (in *Ingester) WaitFor(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("read-after-write: waiting for offsets %v: %w", end, context.Cause(ctx))
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -127,26 +127,49 @@ func (a *sinkAppender) Rollback() error {
 	return nil
 }
 
-// splitMetrics appends the records of series on partition p, halving the
-// series (or, for one series, its samples) until each record fits.
+// split appends the records of items on partition p, halving items (or,
+// for one item, its samples or entries: halve) until each record fits in
+// maxBytes; a single sample larger than that goes as it is (the broker
+// decides).
+func split[T any](dst []Produced, p int32, kind record.Kind, maxBytes int, items []T, encode func([]T) []byte, halve func(T) (T, T, bool)) []Produced {
+	b := encode(items)
+	if len(b) <= maxBytes {
+		return append(dst, Produced{Partition: p, Kind: kind, Value: b})
+	}
+	if len(items) > 1 {
+		dst = split(dst, p, kind, maxBytes, items[:len(items)/2], encode, halve)
+		return split(dst, p, kind, maxBytes, items[len(items)/2:], encode, halve)
+	}
+	lo, hi, ok := halve(items[0])
+	if !ok {
+		return append(dst, Produced{Partition: p, Kind: kind, Value: b})
+	}
+	dst = split(dst, p, kind, maxBytes, []T{lo}, encode, halve)
+	return split(dst, p, kind, maxBytes, []T{hi}, encode, halve)
+}
+
 func (s *Sink) splitMetrics(enc *record.Encoder, dst []Produced, p int32, series []record.Series) []Produced {
-	b := enc.AppendMetrics(nil, series)
-	if len(b) <= s.maxBytes {
-		return append(dst, Produced{Partition: p, Kind: record.KindMetrics, Value: b})
-	}
-	if len(series) > 1 {
-		dst = s.splitMetrics(enc, dst, p, series[:len(series)/2])
-		return s.splitMetrics(enc, dst, p, series[len(series)/2:])
-	}
-	one := series[0]
-	if len(one.Samples) <= 1 {
-		return append(dst, Produced{Partition: p, Kind: record.KindMetrics, Value: b}) // the broker decides
-	}
-	half := len(one.Samples) / 2
-	lo, hi := one, one
-	lo.Samples, hi.Samples = one.Samples[:half], one.Samples[half:]
-	dst = s.splitMetrics(enc, dst, p, []record.Series{lo})
-	return s.splitMetrics(enc, dst, p, []record.Series{hi})
+	return split(dst, p, record.KindMetrics, s.maxBytes, series, func(ss []record.Series) []byte { return enc.AppendMetrics(nil, ss) },
+		func(one record.Series) (record.Series, record.Series, bool) {
+			if len(one.Samples) <= 1 {
+				return one, one, false
+			}
+			lo, hi := one, one
+			lo.Samples, hi.Samples = one.Samples[:len(one.Samples)/2], one.Samples[len(one.Samples)/2:]
+			return lo, hi, true
+		})
+}
+
+func (s *Sink) splitLogs(enc *record.Encoder, dst []Produced, p int32, streams []logstore.PushStream) []Produced {
+	return split(dst, p, record.KindLogs, s.maxBytes, streams, func(ss []logstore.PushStream) []byte { return enc.AppendLogs(nil, ss) },
+		func(one logstore.PushStream) (logstore.PushStream, logstore.PushStream, bool) {
+			if len(one.Entries) <= 1 {
+				return one, one, false
+			}
+			lo, hi := one, one
+			lo.Entries, hi.Entries = one.Entries[:len(one.Entries)/2], one.Entries[len(one.Entries)/2:]
+			return lo, hi, true
+		})
 }
 
 // Push implements the log ingest paths' Pusher (ingest/loki.Pusher): the
@@ -174,26 +197,6 @@ func (s *Sink) Push(ctx context.Context, streams []logstore.PushStream) error {
 	}
 	_, err := s.p.Produce(ctx, recs)
 	return err
-}
-
-func (s *Sink) splitLogs(enc *record.Encoder, dst []Produced, p int32, streams []logstore.PushStream) []Produced {
-	b := enc.AppendLogs(nil, streams)
-	if len(b) <= s.maxBytes {
-		return append(dst, Produced{Partition: p, Kind: record.KindLogs, Value: b})
-	}
-	if len(streams) > 1 {
-		dst = s.splitLogs(enc, dst, p, streams[:len(streams)/2])
-		return s.splitLogs(enc, dst, p, streams[len(streams)/2:])
-	}
-	one := streams[0]
-	if len(one.Entries) <= 1 {
-		return append(dst, Produced{Partition: p, Kind: record.KindLogs, Value: b})
-	}
-	half := len(one.Entries) / 2
-	lo, hi := one, one
-	lo.Entries, hi.Entries = one.Entries[:half], one.Entries[half:]
-	dst = s.splitLogs(enc, dst, p, []logstore.PushStream{lo})
-	return s.splitLogs(enc, dst, p, []logstore.PushStream{hi})
 }
 
 func sortedKeys[V any](m map[int32]V) []int32 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/cluster/internal/logiter"
 	"github.com/weftdb/weft/cluster/readapi"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
@@ -82,38 +83,7 @@ func (l *Logs) Select(ctx context.Context, p logentry.SelectParams) (logentry.It
 		its = append(its, it)
 		return mergeStreams(its)
 	}
-	return &concatIterator{its: its}, nil
-}
-
-// concatIterator yields its iterators one after another.
-type concatIterator struct {
-	its []logentry.Iterator
-	i   int
-	err error
-}
-
-func (c *concatIterator) Next() bool {
-	for c.i < len(c.its) {
-		if c.its[c.i].Next() {
-			return true
-		}
-		if err := c.its[c.i].Err(); err != nil {
-			c.err = err
-			return false
-		}
-		c.i++
-	}
-	return false
-}
-
-func (c *concatIterator) At() (labels.Labels, logentry.Entry) { return c.its[c.i].At() }
-func (c *concatIterator) Err() error                          { return c.err }
-func (c *concatIterator) Close() error {
-	var errs []error
-	for _, it := range c.its {
-		errs = append(errs, it.Close())
-	}
-	return errors.Join(errs...)
+	return logiter.Concat(its, nil), nil
 }
 
 // mergedStream is one stream gathered from several iterators.

@@ -196,7 +196,6 @@ func (c *fileConfig) apply(opts *app.Options) error {
 		}
 	}
 
-
 	if err := c.Limits.Logs.apply(opts); err != nil {
 		return err
 	}
@@ -240,7 +239,6 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	}
 	return nil
 }
-
 
 // binder moves the plain keys between the file and the options: applying
 // copies each key the file sets into its option; exporting sets every key

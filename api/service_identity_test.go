@@ -32,26 +32,7 @@ import (
 // pivot by the service finds every signal (issue 19, item 3).
 func TestServiceIdentityAcrossSignals(t *testing.T) {
 	ctx := context.Background()
-	sopts := storage.DefaultOptions()
-	sopts.Logs.MaintenanceInterval = -1
-	sub, err := storage.OpenSubstrate(ctx, t.TempDir(), sopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	opts := api.DefaultOptions()
-	opts.Storage, opts.Appendable = sub.Metrics(), sub.Metrics()
-	opts.Engine = query.NewEngine(query.DefaultEngineOptions())
-	opts.Logs = sub.Logs()
-	opts.Traces = sub.Traces()
-	s, err := api.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	s.SetReady(true)
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
+	srv, _, sub := newSubstrateServer(t, nil)
 
 	now := time.Now()
 	res := func(r pcommon.Resource) {
@@ -151,3 +132,34 @@ func must(b []byte, err error) []byte {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// newSubstrateServer returns a ready server over a substrate of its own
+// (metrics, logs, traces) on a test server; edit, when not nil, adjusts the
+// options before the server is built.
+func newSubstrateServer(t *testing.T, edit func(*api.Options)) (*httptest.Server, *api.Server, *storage.Substrate) {
+	t.Helper()
+	sopts := storage.DefaultOptions()
+	sopts.Logs.MaintenanceInterval = -1
+	sub, err := storage.OpenSubstrate(context.Background(), t.TempDir(), sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	opts := api.DefaultOptions()
+	opts.Storage, opts.Appendable = sub.Metrics(), sub.Metrics()
+	opts.Engine = query.NewEngine(query.DefaultEngineOptions())
+	opts.Logs = sub.Logs()
+	opts.Traces = sub.Traces()
+	if edit != nil {
+		edit(&opts)
+	}
+	s, err := api.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	s.SetReady(true)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv, s, sub
+}

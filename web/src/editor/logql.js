@@ -1,4 +1,4 @@
-// A stream tokenizer for LogQL (and, later, TraceQL) highlighting:
+// A stream tokenizer for LogQL highlighting (TraceQL has its own, traceql.js):
 // strings, numbers and durations, label names, operators and keywords.
 // Not a parser: weft's API reports syntax errors.
 

@@ -84,7 +84,7 @@ func TestUIPages(t *testing.T) {
 		b.waitJS(t, `location.hash.includes('gpu=util') && document.querySelector('[data-testid=heatmap] canvas[data-state=drawn]')`)
 		b.noConsoleErrors(t)
 		b.screenshot(t, shots, "workload.png")
-		b.viewShot(t, shots, "workload-top.png", 1200, 640) // docs/ui-workload.png
+		b.viewShot(t, shots, "workload-top.png", 1200, 800) // docs/ui-workload.png
 	})
 
 	t.Run("GPU pivot from the heatmap", func(t *testing.T) {

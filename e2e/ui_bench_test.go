@@ -66,7 +66,7 @@ func BenchmarkUI(b *testing.B) {
 			`document.querySelector('[data-testid=heatmap][data-rows="64"] canvas[data-state=drawn]')`,
 			`document.querySelector('[data-testid=heatmap] canvas').dataset.drawnAt`},
 		{"trace_1000spans", base + "/#/traces/" + traceID,
-			`document.querySelector('[data-testid=waterfall][data-rows="1000"]')`,
+			`document.querySelector('[data-testid=waterfall][data-rows="1000"][data-drawn-at]')`,
 			`document.querySelector('[data-testid=waterfall]').dataset.drawnAt`},
 	}
 	for _, c := range cases {

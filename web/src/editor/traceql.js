@@ -1,6 +1,7 @@
 // A stream tokenizer for TraceQL highlighting: strings, numbers and
 // durations, scoped attributes (span.x, resource.x, .x), intrinsics,
 // aggregates and operators. Not a parser: weft's API reports syntax errors.
+import { eatString } from './logql.js';
 
 const INTRINSICS = new Set([
   'name', 'status', 'statusMessage', 'kind', 'duration', 'rootName', 'rootServiceName', 'traceDuration',
@@ -22,16 +23,7 @@ export const traceqlTokenizer = {
       stream.skipToEnd();
       return 'comment';
     }
-    const ch = stream.peek();
-    if (ch === '"' || ch === '`') {
-      stream.next();
-      let escaped = false;
-      for (let c = stream.next(); c !== undefined; c = stream.next()) {
-        if (c === ch && !escaped) break;
-        escaped = ch === '"' && c === '\\' && !escaped;
-      }
-      return 'string';
-    }
+    if (eatString(stream)) return 'string';
     if (stream.match(/^-?\d+(\.\d+)?(e[+-]?\d+)?(ns|us|µs|ms|s|m|h)*/i)) return 'number';
     if (stream.match(/^(span|resource|event|link|instrumentation|parent)?\.[A-Za-z_][A-Za-z0-9_.\-/]*/)) return 'attributeName';
     if (stream.match(/^(&&|\|\||!=|=~|!~|>=|<=|>>|<<|!>>|!<<|&>>|&<<|&>|&<|&~|!>|!<|!~|[{}()|=<>~!+\-*/%^,])/)) return 'operator';

@@ -186,6 +186,13 @@ func TestUIPages(t *testing.T) {
 				t.Errorf("status page lacks %q", want)
 			}
 		}
+		// The effective configuration, folded until opened.
+		cfg := eval[string](t, b, `(document.querySelector('[data-testid=config] details').open = true, document.querySelector('[data-testid=config]').innerText)`)
+		for _, want := range []string{"storage:", "retention: 30d", "http_addr:"} {
+			if !strings.Contains(cfg, want) {
+				t.Errorf("configuration lacks %q: %.300q", want, cfg)
+			}
+		}
 		b.noConsoleErrors(t)
 		b.screenshot(t, shots, "status.png")
 	})

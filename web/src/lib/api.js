@@ -66,6 +66,7 @@ export const prom = {
   buildInfo: (o) => request('api/v1/status/buildinfo', {}, o),
   runtimeInfo: (o) => request('api/v1/status/runtimeinfo', {}, o),
   flags: (o) => request('api/v1/status/flags', {}, o),
+  config: (o) => request('api/v1/status/config', {}, o),
   metricsText: (o) => request('metrics', {}, { ...o, text: true }),
 };
 

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // instrumentation counts requests and their durations per handler. With a
@@ -12,6 +15,7 @@ import (
 type instrumentation struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	grpc     *prometheus.CounterVec // gRPC requests by method and code
 }
 
 func newInstrumentation(reg prometheus.Registerer) *instrumentation {
@@ -30,9 +34,13 @@ func newInstrumentation(reg prometheus.Registerer) *instrumentation {
 			NativeHistogramMaxBucketNumber:  100,
 			NativeHistogramMinResetDuration: 0,
 		}, []string{"handler"}),
+		grpc: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weft_grpc_requests_total",
+			Help: "gRPC requests served (the OTLP port), by full method and status code.",
+		}, []string{"method", "code"}),
 	}
 	if reg != nil {
-		reg.MustRegister(in.requests, in.duration)
+		reg.MustRegister(in.requests, in.duration, in.grpc)
 	}
 	return in
 }
@@ -43,4 +51,11 @@ func (in *instrumentation) wrap(name string, h http.Handler) http.Handler {
 		in.duration.MustCurryWith(prometheus.Labels{"handler": name}),
 		promhttp.InstrumentHandlerCounter(in.requests.MustCurryWith(prometheus.Labels{"handler": name}), h),
 	)
+}
+
+// unary counts every unary gRPC call by method and status code.
+func (in *instrumentation) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	in.grpc.WithLabelValues(info.FullMethod, status.Code(err).String()).Inc()
+	return resp, err
 }

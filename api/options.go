@@ -190,6 +190,11 @@ type Options struct {
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).
 	Flags map[string]string
+	// ConfigYAML is weft's effective configuration, answered by
+	// status/config (secrets redacted by whoever renders it). Empty answers
+	// Prometheus' default configuration, as a library user without a file
+	// has no other.
+	ConfigYAML string
 	// DataDir is reported as the working data directory.
 	DataDir string
 	// Retention is reported by status/runtimeinfo; 0 reports "unlimited".

@@ -55,6 +55,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		// weft's own answers for what Prometheus takes from its scrape
 		// manager or what weft serves differently.
 		{pattern: "GET /api/v1/metadata", name: "/api/v1/metadata", h: &metadataHandler{reader: opts.Metadata, logger: opts.Logger}, ready: true},
+		{pattern: "GET /api/v1/status/config", name: "/api/v1/status/config", h: statusConfigHandler(opts), ready: true},
 		{pattern: "POST /api/v1/write", name: "/api/v1/write", h: remoteWriteRoute(opts), ready: true},
 		{pattern: "POST /api/v1/admin/tsdb/snapshot", name: "/api/v1/admin/tsdb/snapshot", h: s.snapshotHandler(opts), ready: true},
 		{pattern: "PUT /api/v1/admin/tsdb/snapshot", name: "/api/v1/admin/tsdb/snapshot", h: s.snapshotHandler(opts), ready: true},

@@ -35,6 +35,9 @@ type Server struct {
 	tail *LogBroadcaster
 	// adm is the ingest budget every ingest path shares.
 	adm *admission
+	// instr counts requests on every listener: the main port's routes, the
+	// OTLP HTTP port's and the OTLP gRPC server's calls.
+	instr *instrumentation
 }
 
 // New builds the handlers. It starts not ready: /-/ready and the query
@@ -65,6 +68,7 @@ func New(opts Options) (*Server, error) {
 
 	s := &Server{mux: http.NewServeMux(), started: time.Now(), logger: opts.Logger, tail: NewLogBroadcaster()}
 	instr := newInstrumentation(opts.Registerer)
+	s.instr = instr
 	table, err := s.routes(opts, instr)
 	if err != nil {
 		return nil, err
@@ -94,7 +98,8 @@ func New(opts Options) (*Server, error) {
 func (s *Server) OTLPHandler() http.Handler {
 	mux := http.NewServeMux()
 	for _, sig := range s.otlp {
-		mux.Handle("/v1/"+sig.name, sig)
+		path := "/v1/" + sig.name
+		mux.Handle(path, s.instr.wrap(path, sig)) // its own handler label, beside /otlp/v1/... of the main port
 	}
 	return mux
 }
@@ -108,7 +113,8 @@ func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	for _, sig := range s.otlp {
 		maxBytes = max(maxBytes, sig.limits.maxBytes)
 	}
-	g := grpc.NewServer(append(otlpGRPCServerOptions(maxBytes, s.adm), extra...)...)
+	opts := append(otlpGRPCServerOptions(maxBytes, s.adm), grpc.ChainUnaryInterceptor(s.instr.unary))
+	g := grpc.NewServer(append(opts, extra...)...)
 	for _, sig := range s.otlp {
 		sig.register(g)
 	}

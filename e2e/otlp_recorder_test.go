@@ -21,12 +21,32 @@ import (
 // timestamps of the data points a client sent, so a test knows how many
 // samples one series can hold (points in the same millisecond collide, as
 // telemetrygen's first two points do: it reads the clock before it waits).
+//
+// It also notes, per service and millisecond, the value a store keeps for
+// the first point of that millisecond (a later one is a duplicate): the
+// point's value (a histogram's count), summed over the points before it for
+// delta temporality, as the delta→cumulative conversion does.
 type pointRecorder struct {
-	mu  sync.Mutex
-	pts map[string]map[int64]bool
+	mu    sync.Mutex
+	pts   map[string]map[int64]bool
+	first map[string]map[int64]float64
+	sum   map[string]float64 // running sum of delta points
 }
 
-func newPointRecorder() *pointRecorder { return &pointRecorder{pts: map[string]map[int64]bool{}} }
+func newPointRecorder() *pointRecorder {
+	return &pointRecorder{pts: map[string]map[int64]bool{}, first: map[string]map[int64]float64{}, sum: map[string]float64{}}
+}
+
+// lastValue returns the value kept for svc's newest millisecond.
+func (r *pointRecorder) lastValue(svc string) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	newest := int64(-1)
+	for ms := range r.first[svc] {
+		newest = max(newest, ms)
+	}
+	return r.first[svc][newest]
+}
 
 func (r *pointRecorder) record(md pmetric.Metrics) {
 	r.mu.Lock()
@@ -39,8 +59,18 @@ func (r *pointRecorder) record(md pmetric.Metrics) {
 		}
 		if r.pts[svc] == nil {
 			r.pts[svc] = map[int64]bool{}
+			r.first[svc] = map[int64]float64{}
 		}
 		add := func(t pcommon.Timestamp) { r.pts[svc][int64(t)/1e6] = true }
+		value := func(t pcommon.Timestamp, v float64, delta bool) {
+			if delta {
+				r.sum[svc] += v
+				v = r.sum[svc]
+			}
+			if _, dup := r.first[svc][int64(t)/1e6]; !dup {
+				r.first[svc][int64(t)/1e6] = v
+			}
+		}
 		sms := rms.At(i).ScopeMetrics()
 		for j := range sms.Len() {
 			ms := sms.At(j).Metrics()
@@ -49,15 +79,21 @@ func (r *pointRecorder) record(md pmetric.Metrics) {
 				switch m.Type() {
 				case pmetric.MetricTypeGauge:
 					for x := range m.Gauge().DataPoints().Len() {
-						add(m.Gauge().DataPoints().At(x).Timestamp())
+						dp := m.Gauge().DataPoints().At(x)
+						add(dp.Timestamp())
+						value(dp.Timestamp(), number(dp), false)
 					}
 				case pmetric.MetricTypeSum:
 					for x := range m.Sum().DataPoints().Len() {
-						add(m.Sum().DataPoints().At(x).Timestamp())
+						dp := m.Sum().DataPoints().At(x)
+						add(dp.Timestamp())
+						value(dp.Timestamp(), number(dp), m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta)
 					}
 				case pmetric.MetricTypeHistogram:
 					for x := range m.Histogram().DataPoints().Len() {
-						add(m.Histogram().DataPoints().At(x).Timestamp())
+						dp := m.Histogram().DataPoints().At(x)
+						add(dp.Timestamp())
+						value(dp.Timestamp(), float64(dp.Count()), m.Histogram().AggregationTemporality() == pmetric.AggregationTemporalityDelta)
 					}
 				case pmetric.MetricTypeExponentialHistogram:
 					for x := range m.ExponentialHistogram().DataPoints().Len() {
@@ -67,6 +103,13 @@ func (r *pointRecorder) record(md pmetric.Metrics) {
 			}
 		}
 	}
+}
+
+func number(dp pmetric.NumberDataPoint) float64 {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		return float64(dp.IntValue())
+	}
+	return dp.DoubleValue()
 }
 
 // distinct returns how many distinct milliseconds svc's points had.

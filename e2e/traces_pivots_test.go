@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -23,25 +20,10 @@ import (
 // trace_id structured metadata a derived field reads), trace → metrics (span
 // metrics under the labels $__tags expands to, with their own exemplars).
 func TestTracesPivots(t *testing.T) {
-	app := filepath.Join(t.TempDir(), "otelapp")
-	build := exec.Command("go", "build", "-o", app, "./e2e/internal/otelapp")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build otelapp: %v\n%s", err, out)
-	}
 	w := startTraceWeft(t, "weft", filepath.Join(t.TempDir(), "data"))
 	const svc = "completions"
 	start := time.Now().Add(-time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, app, "-endpoint", w.httpAddr, "-service", svc).CombinedOutput()
-	if err != nil {
-		t.Fatalf("otelapp: %v\n%s", err, out)
-	}
-	traceID := strings.TrimSpace(string(out))
-	if len(traceID) != 32 {
-		t.Fatalf("otelapp printed %q, want a trace ID", out)
-	}
+	traceID := runOtelApp(t, w.httpAddr, svc)
 
 	// Metrics → trace: Grafana's exemplar query on the app's histogram.
 	ex := exemplarTraceIDs(t, w.base, `inference_latency_seconds_bucket{job="`+svc+`", run_id="r-otel"}`, start)

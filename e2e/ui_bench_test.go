@@ -48,11 +48,14 @@ func mainThreadSeconds(tb testing.TB, br *uiBrowser) float64 {
 // graph_100x1h: 100 series over one hour at 15 s (240 points each) on the
 // metrics page. heatmap_64x6h: the workload page of a run on 64 GPUs (8
 // nodes × 8) over six hours at 15 s: the context lookup, then 720 buckets
-// per GPU and the outlier marks.
+// per GPU and the outlier marks (beside the run's alerts and traces).
+// trace_1000spans: the trace view of a trace of 1,000 spans over 8
+// services, until its waterfall has all its rows.
 func BenchmarkUI(b *testing.B) {
 	chromiumPath(b)
 	weft, base := startWeft(b, "weft")
 	loadBenchData(b, base, time.Now())
+	traceID := loadBenchTrace(b, base, 1000)
 	br := newBrowser(b)
 	type bcase struct{ name, url, drawn, at string }
 	cases := []bcase{
@@ -62,6 +65,9 @@ func BenchmarkUI(b *testing.B) {
 		{"heatmap_64x6h", base + "/#/workload/run_id/bench64?from=now-6h&to=now",
 			`document.querySelector('[data-testid=heatmap][data-rows="64"] canvas[data-state=drawn]')`,
 			`document.querySelector('[data-testid=heatmap] canvas').dataset.drawnAt`},
+		{"trace_1000spans", base + "/#/traces/" + traceID,
+			`document.querySelector('[data-testid=waterfall][data-rows="1000"][data-drawn-at]')`,
+			`document.querySelector('[data-testid=waterfall]').dataset.drawnAt`},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) { benchDraw(b, br, weft, c.url, c.drawn, c.at, false) })
@@ -107,7 +113,7 @@ func benchDraw(b *testing.B, br *uiBrowser, weft *process, url, drawn, at string
 		// The page's own clock: navigation (or hash change) to the first
 		// draw, and the longest API request (they overlap).
 		inPage += eval[float64](b, br, "Number("+at+")") - navStart
-		api += eval[float64](b, br, `Math.max(0, ...performance.getEntriesByType('resource').filter(e => /api\/v1\//.test(e.name)).map(e => e.duration))`)
+		api += eval[float64](b, br, `Math.max(0, ...performance.getEntriesByType('resource').filter(e => /\/(api|loki|prometheus)\//.test(e.name)).map(e => e.duration))`)
 		n++
 	}
 	b.ReportMetric(float64(total.Milliseconds())/n, "ms/drawn")

@@ -16,7 +16,7 @@ import (
 // loads without console errors, a typed PromQL query draws a graph whose
 // legend names the series, a typed LogQL query lists the expected line, a
 // pivot click on run_id lands on the run's workload page, which marks the
-// faulty GPU, and trace links land on the trace URL. A screenshot of each
+// faulty GPU, and trace links land on the trace page. A screenshot of each
 // page is written (see screenshotDir).
 func TestUIPages(t *testing.T) {
 	chromiumPath(t)
@@ -84,7 +84,7 @@ func TestUIPages(t *testing.T) {
 		b.waitJS(t, `location.hash.includes('gpu=util') && document.querySelector('[data-testid=heatmap] canvas[data-state=drawn]')`)
 		b.noConsoleErrors(t)
 		b.screenshot(t, shots, "workload.png")
-		b.viewShot(t, shots, "workload-top.png", 1200, 640) // docs/ui-workload.png
+		b.viewShot(t, shots, "workload-top.png", 1200, 800) // docs/ui-workload.png
 	})
 
 	t.Run("GPU pivot from the heatmap", func(t *testing.T) {
@@ -114,12 +114,14 @@ func TestUIPages(t *testing.T) {
 		b.waitJS(t, `document.querySelector('[data-testid=log-details] a.pivot[data-pivot=rank]')`)
 		b.noConsoleErrors(t)
 		b.screenshot(t, shots, "logs.png")
+		// This test stores no spans: the trace page says the trace is missing
+		// (TestUITracesAndAlerts opens stored ones).
 		b.do(t, chromedp.Click(`[data-testid=log-line] a.trace`))
-		b.waitJS(t, `document.querySelector('[data-testid=pending][data-route=traces]')`)
+		b.waitJS(t, `document.querySelector('[data-testid=trace-missing]')`)
 		if id := eval[string](t, b, `document.querySelector('[data-testid=trace-id]').innerText`); id != uiTraceID {
 			t.Errorf("trace page for %q, want %s", id, uiTraceID)
 		}
-		b.noConsoleErrors(t)
+		b.noConsoleErrorsBut404(t, "/api/v2/traces/"+uiTraceID)
 	})
 
 	t.Run("all lines of a rank", func(t *testing.T) {
@@ -182,6 +184,13 @@ func TestUIPages(t *testing.T) {
 		for _, want := range []string{"version", "storageRetention", "weft_samples_ingested_total", "data-dir"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("status page lacks %q", want)
+			}
+		}
+		// The effective configuration, folded until opened.
+		cfg := eval[string](t, b, `(document.querySelector('[data-testid=config] details').open = true, document.querySelector('[data-testid=config]').innerText)`)
+		for _, want := range []string{"storage:", "retention: 30d", "http_addr:"} {
+			if !strings.Contains(cfg, want) {
+				t.Errorf("configuration lacks %q: %.300q", want, cfg)
 			}
 		}
 		b.noConsoleErrors(t)

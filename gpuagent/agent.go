@@ -322,11 +322,13 @@ func (a *Agent) EventLine(ev Event) EventLine {
 	a.collectMu.Lock()
 	gpuCtx, _ := a.work.Attribute(ev.GPU, pids)
 	a.collectMu.Unlock()
-	labels := a.render.gpuLabels(ev.GPU, gpuCtx)
-	labels = append(labels, Label{"source", "weft-agent"}, Label{"event", string(ev.Kind)})
+	// The event's own labels first: past Loki's label limit the last ones
+	// become structured metadata (lokiStreamOf).
+	labels := []Label{{"source", "weft-agent"}, {"event", string(ev.Kind)}}
 	if ev.Kind == EventXID {
 		labels = append(labels, Label{"xid", fmt.Sprint(ev.Code)})
 	}
+	labels = append(labels, a.render.gpuLabels(ev.GPU, gpuCtx)...)
 	return EventLine{Labels: labels, Time: ev.Time, Line: ev.Message()}
 }
 

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -150,10 +151,10 @@ func TestAgentEndToEnd(t *testing.T) {
 	n.events <- nvml.EventData{Device: n.srv.Devices[0], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
 	waitFor(t, "loki push", func() bool { return len(loki.get()) > 0 })
 	st := loki.get()[0]
-	if st.Stream["run_id"] != "run-llama-7" || st.Stream["pod"] != "trainer-0" || st.Stream["xid"] != "79" || st.Stream["UUID"] != u0 || st.Stream["event"] != "xid" {
+	if st.Stream["run_id"] != "run-llama-7" || st.Stream["pod"] != "trainer-0" || st.Stream["xid"] != "79" || st.Stream["gpu_uuid"] != u0 || st.Stream["event"] != "xid" {
 		t.Errorf("loki stream labels = %v", st.Stream)
 	}
-	if len(st.Values) != 1 || !strings.Contains(st.Values[0][1], "XID 79") {
+	if len(st.Values) != 1 || len(st.Values[0]) != 3 || !strings.Contains(fmt.Sprint(st.Values[0][1]), "XID 79") || !strings.Contains(fmt.Sprint(st.Values[0][2]), "UUID:"+u0) {
 		t.Errorf("loki values = %v", st.Values)
 	}
 }

@@ -33,7 +33,47 @@ type lokiPush struct {
 
 type lokiStream struct {
 	Stream map[string]string `json:"stream"`
-	Values [][2]string       `json:"values"`
+	// Values are [timestamp, line] or [timestamp, line, structured metadata].
+	Values [][]any `json:"values"`
+}
+
+// lokiMaxStreamLabels is Loki's default max_label_names_per_series: a stream
+// with more label names is refused whole, a 400 the pusher does not retry,
+// so the event would be lost.
+const lokiMaxStreamLabels = 15
+
+// lokiMetadataLabels describe a GPU rather than select it (gpu_uuid,
+// Hostname and gpu select it), or identify one container or pod incarnation
+// (a new stream per restart): an event carries them as structured metadata,
+// which keeps the stream's labels within the limit with room for the
+// workload context.
+var lokiMetadataLabels = map[string]bool{
+	"UUID": true, "pci_bus_id": true, "device": true, "modelName": true, "DCGM_FI_DRIVER_VERSION": true,
+	"hw.id": true, "hw.name": true, "hw.model": true, "hw.vendor": true, "hw.gpu.pci_bus_id": true,
+	"container_id": true, "pod_uid": true,
+}
+
+// lokiStreamOf splits an event's labels into stream labels, in order and at
+// most lokiMaxStreamLabels, and structured metadata: the GPU's descriptors
+// and whatever the limit leaves over (still searchable with
+// `| name="value"`).
+func lokiStreamOf(l EventLine) lokiStream {
+	st := lokiStream{Stream: map[string]string{}}
+	md := map[string]string{}
+	for _, lb := range l.Labels {
+		name := promName(lb.Name)
+		if lokiMetadataLabels[lb.Name] || len(st.Stream) >= lokiMaxStreamLabels {
+			md[name] = lb.Value
+			continue
+		}
+		st.Stream[name] = lb.Value
+	}
+	v := []any{strconv.FormatInt(l.Time.UnixNano(), 10), l.Line}
+	if len(md) > 0 {
+		v = append(v, md)
+	}
+	st.Values = [][]any{v}
+	return st
 }
 
 // EventLine is one event ready to push: its stream labels (the labels of the
@@ -52,12 +92,7 @@ const lokiRetries = 5
 func (p *LokiPusher) Push(ctx context.Context, lines []EventLine) error {
 	var body lokiPush
 	for _, l := range lines {
-		st := lokiStream{Stream: map[string]string{}}
-		for _, lb := range l.Labels {
-			st.Stream[promName(lb.Name)] = lb.Value
-		}
-		st.Values = [][2]string{{strconv.FormatInt(l.Time.UnixNano(), 10), l.Line}}
-		body.Streams = append(body.Streams, st)
+		body.Streams = append(body.Streams, lokiStreamOf(l))
 	}
 	data, err := json.Marshal(body)
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 // gauges and counters (with resets) in groups, series without the grouping
 // label, stale markers, NaN values, gaps, series that start and end inside
 // the queried range, irregular intervals, and one native histogram.
-func pushdownStore(t *testing.T) (*storage.DB, int64) {
+func pushdownStore(t testing.TB) (*storage.DB, int64) {
 	t.Helper()
 	opts := storage.DefaultOptions()
 	opts.CheckpointInterval = -1

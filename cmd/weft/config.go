@@ -152,6 +152,9 @@ func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes d as UnmarshalYAML reads it.
+func (d duration) MarshalYAML() (any, error) { return model.Duration(d).String(), nil }
+
 // loadConfigFile reads a YAML config file strictly: an unknown key is an
 // error naming the key, its line and the keys valid there.
 func loadConfigFile(path string) (*fileConfig, error) {
@@ -181,45 +184,9 @@ func loadConfigFile(path string) (*fileConfig, error) {
 // apply copies the file's settings into opts and validates what a value
 // alone cannot show (the workload mapping, the OTLP translation strategy).
 func (c *fileConfig) apply(opts *app.Options) error {
-	setDur := func(dst *time.Duration, src *duration) {
-		if src != nil {
-			*dst = time.Duration(*src)
-		}
-	}
-	setInt := func(dst *int, src *int) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	setInt64 := func(dst *int64, src *int64) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	setStr := func(dst *string, src *string) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	setBool := func(dst *bool, src *bool) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-
-	setStr(&opts.DataDir, c.Server.DataDir)
-	setStr(&opts.HTTPAddr, c.Server.HTTPAddr)
-	setStr(&opts.OTLPGRPCAddr, c.Server.OTLPGRPCAddr)
-	setStr(&opts.OTLPHTTPAddr, c.Server.OTLPHTTPAddr)
+	c.bind(binder{}, opts)
 
 	st := &opts.Storage
-	setDur(&st.Retention, c.Storage.Retention)
-	setDur(&st.SignalRetention.Metrics, c.Storage.SignalRetention.Metrics)
-	setDur(&st.SignalRetention.Logs, c.Storage.SignalRetention.Logs)
-	setDur(&st.SignalRetention.Traces, c.Storage.SignalRetention.Traces)
-	setDur(&st.OutOfOrderWindow, c.Storage.OutOfOrderWindow)
-	setDur(&st.FutureWindow, c.Storage.FutureWindow)
-	setInt(&st.MaxExemplarsPerSeries, c.Storage.MaxExemplarsPerSeries)
 	if c.Storage.BlockCacheBytes != nil {
 		if *c.Storage.BlockCacheBytes <= 0 {
 			return fmt.Errorf("storage.block_cache_bytes must be positive, got %d", *c.Storage.BlockCacheBytes)
@@ -231,50 +198,11 @@ func (c *fileConfig) apply(opts *app.Options) error {
 			return fmt.Errorf("storage.wal_sync_interval: %w", err)
 		}
 	}
-	setDur(&st.CheckpointInterval, c.Storage.CheckpointInterval)
-	setDur(&st.CompactionInterval, c.Storage.CompactionInterval)
 
-	lg := &opts.Storage.Logs
-	setInt(&lg.SealEntries, c.Logs.SealEntries)
-	setInt(&lg.SealBytes, c.Logs.SealBytes)
-	setDur(&lg.SealAge, c.Logs.SealAge)
-	setInt(&lg.FilterCacheBytes, c.Logs.FilterCacheBytes)
-
-	setDur(&opts.Query.Timeout, c.Query.Timeout)
-	setDur(&opts.Query.LookbackDelta, c.Query.LookbackDelta)
-	setInt(&opts.Query.MaxSamples, c.Query.MaxSamples)
-	setInt(&opts.QueryMaxConcurrency, c.Query.MaxConcurrency)
-
-	setDur(&opts.LogQL.Timeout, c.LogQL.Timeout)
-	setInt(&opts.LogQL.MaxEntriesLimit, c.LogQL.MaxEntriesLimit)
-	setInt(&opts.LogQL.MaxSeries, c.LogQL.MaxSeries)
-	setDur(&opts.LogQL.MaxLookback, c.LogQL.MaxLookback)
-	setInt64(&opts.LogQL.MaxQueryBytesRead, c.LogQL.MaxQueryBytesRead)
-	setInt64(&opts.LogQL.MaxQueryMemory, c.LogQL.MaxQueryMemory)
-	setInt64(&opts.LogQL.MaxTemplateBytes, c.LogQL.MaxTemplateBytes)
-
-	setInt(&opts.Loki.DefaultLimit, c.Loki.DefaultLimit)
-	setDur(&opts.Loki.DefaultLookback, c.Loki.DefaultLookback)
-	setInt(&opts.Loki.TailMaxQueued, c.Loki.TailMaxQueued)
-	setInt(&opts.Loki.PatternMaxLines, c.Loki.PatternMaxLines)
-
-	rw := c.Limits.RemoteWrite
-	setInt64(&opts.RemoteWrite.MaxBodyBytes, rw.MaxBodyBytes)
-	setInt64(&opts.RemoteWrite.MaxDecodedBytes, rw.MaxDecodedBytes)
-	setInt(&opts.RemoteWrite.MaxConcurrency, rw.MaxConcurrency)
-	setInt(&opts.RemoteWrite.Ingest.MaxLabelsPerSeries, rw.MaxLabelsPerSeries)
-	setDur(&opts.RemoteWrite.Ingest.MaxFutureSkew, rw.MaxFutureSkew)
 	if err := c.Limits.Logs.apply(opts); err != nil {
 		return err
 	}
 	c.OTLPLogs.apply(opts)
-
-	setInt64(&opts.OTLP.MaxRequestBytes, c.Limits.OTLP.MaxRequestBytes)
-	setInt64(&opts.IngestMaxInFlightBytes, c.Limits.Ingest.MaxInFlightBytes)
-
-	setBool(&opts.EnableAdminAPI, c.HTTP.EnableAdminAPI)
-	setStr(&opts.CORSOrigin, c.HTTP.CORSOrigin)
-	setDur(&opts.ShutdownTimeout, c.HTTP.ShutdownTimeout)
 
 	if c.Traces.SpanMetrics != nil {
 		opts.DisableSpanMetrics = !*c.Traces.SpanMetrics
@@ -299,16 +227,9 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	if o.PromoteResourceAttributes != nil {
 		oi.PromoteResourceAttributes = *o.PromoteResourceAttributes
 	}
-	setBool(&oi.PromoteAllResourceAttributes, o.PromoteAllResourceAttributes)
 	if o.IgnoreResourceAttributes != nil {
 		oi.IgnoreResourceAttributes = *o.IgnoreResourceAttributes
 	}
-	setBool(&oi.KeepIdentifyingResourceAttributes, o.KeepIdentifyingResourceAttributes)
-	setBool(&oi.ConvertHistogramsToNHCB, o.ConvertHistogramsToNHCB)
-	setBool(&oi.PromoteScopeMetadata, o.PromoteScopeMetadata)
-	setDur(&oi.MaxTimeSpan, o.MaxTimeSpan)
-	setInt(&oi.Delta.MaxStreams, o.Delta.MaxStreams)
-	setDur(&oi.Delta.MaxIdle, o.Delta.MaxIdle)
 
 	if err := c.Cluster.apply(opts); err != nil {
 		return err
@@ -323,6 +244,94 @@ func (c *fileConfig) apply(opts *app.Options) error {
 		return fmt.Errorf("workload_context: %w", err)
 	}
 	return nil
+}
+
+// binder moves the plain keys between the file and the options: applying
+// copies each key the file sets into its option; exporting sets every key
+// from its option (the effective configuration, exportConfig).
+type binder struct{ export bool }
+
+func bindVal[T any](b binder, dst *T, src **T) {
+	switch {
+	case b.export:
+		v := *dst
+		*src = &v
+	case *src != nil:
+		*dst = **src
+	}
+}
+
+func bindDur(b binder, dst *time.Duration, src **duration) {
+	switch {
+	case b.export:
+		v := duration(*dst)
+		*src = &v
+	case *src != nil:
+		*dst = time.Duration(**src)
+	}
+}
+
+// bind moves every key that is one option, unvalidated, either way; the
+// keys that need validation or a conversion are apply's and exportConfig's.
+func (c *fileConfig) bind(b binder, opts *app.Options) {
+	st := &opts.Storage
+	lg := &opts.Storage.Logs
+	rw := &c.Limits.RemoteWrite
+	o, oi := &c.OTLP, &opts.OTLP.Ingest
+	bindVal(b, &opts.DataDir, &c.Server.DataDir)
+	bindVal(b, &opts.HTTPAddr, &c.Server.HTTPAddr)
+	bindVal(b, &opts.OTLPGRPCAddr, &c.Server.OTLPGRPCAddr)
+	bindVal(b, &opts.OTLPHTTPAddr, &c.Server.OTLPHTTPAddr)
+	bindDur(b, &st.Retention, &c.Storage.Retention)
+	bindDur(b, &st.SignalRetention.Metrics, &c.Storage.SignalRetention.Metrics)
+	bindDur(b, &st.SignalRetention.Logs, &c.Storage.SignalRetention.Logs)
+	bindDur(b, &st.SignalRetention.Traces, &c.Storage.SignalRetention.Traces)
+	bindDur(b, &st.OutOfOrderWindow, &c.Storage.OutOfOrderWindow)
+	bindDur(b, &st.FutureWindow, &c.Storage.FutureWindow)
+	bindVal(b, &st.MaxExemplarsPerSeries, &c.Storage.MaxExemplarsPerSeries)
+	bindDur(b, &st.CheckpointInterval, &c.Storage.CheckpointInterval)
+	bindDur(b, &st.CompactionInterval, &c.Storage.CompactionInterval)
+	bindVal(b, &lg.SealEntries, &c.Logs.SealEntries)
+	bindVal(b, &lg.SealBytes, &c.Logs.SealBytes)
+	bindDur(b, &lg.SealAge, &c.Logs.SealAge)
+	bindVal(b, &lg.FilterCacheBytes, &c.Logs.FilterCacheBytes)
+
+	bindDur(b, &opts.Query.Timeout, &c.Query.Timeout)
+	bindDur(b, &opts.Query.LookbackDelta, &c.Query.LookbackDelta)
+	bindVal(b, &opts.Query.MaxSamples, &c.Query.MaxSamples)
+	bindVal(b, &opts.QueryMaxConcurrency, &c.Query.MaxConcurrency)
+
+	bindDur(b, &opts.LogQL.Timeout, &c.LogQL.Timeout)
+	bindVal(b, &opts.LogQL.MaxEntriesLimit, &c.LogQL.MaxEntriesLimit)
+	bindVal(b, &opts.LogQL.MaxSeries, &c.LogQL.MaxSeries)
+	bindDur(b, &opts.LogQL.MaxLookback, &c.LogQL.MaxLookback)
+	bindVal(b, &opts.LogQL.MaxQueryBytesRead, &c.LogQL.MaxQueryBytesRead)
+	bindVal(b, &opts.LogQL.MaxQueryMemory, &c.LogQL.MaxQueryMemory)
+	bindVal(b, &opts.LogQL.MaxTemplateBytes, &c.LogQL.MaxTemplateBytes)
+
+	bindVal(b, &opts.Loki.DefaultLimit, &c.Loki.DefaultLimit)
+	bindDur(b, &opts.Loki.DefaultLookback, &c.Loki.DefaultLookback)
+	bindVal(b, &opts.Loki.TailMaxQueued, &c.Loki.TailMaxQueued)
+	bindVal(b, &opts.Loki.PatternMaxLines, &c.Loki.PatternMaxLines)
+	bindVal(b, &opts.RemoteWrite.MaxBodyBytes, &rw.MaxBodyBytes)
+	bindVal(b, &opts.RemoteWrite.MaxDecodedBytes, &rw.MaxDecodedBytes)
+	bindVal(b, &opts.RemoteWrite.MaxConcurrency, &rw.MaxConcurrency)
+	bindVal(b, &opts.RemoteWrite.Ingest.MaxLabelsPerSeries, &rw.MaxLabelsPerSeries)
+	bindDur(b, &opts.RemoteWrite.Ingest.MaxFutureSkew, &rw.MaxFutureSkew)
+
+	bindVal(b, &opts.OTLP.MaxRequestBytes, &c.Limits.OTLP.MaxRequestBytes)
+	bindVal(b, &opts.IngestMaxInFlightBytes, &c.Limits.Ingest.MaxInFlightBytes)
+
+	bindVal(b, &opts.EnableAdminAPI, &c.HTTP.EnableAdminAPI)
+	bindVal(b, &opts.CORSOrigin, &c.HTTP.CORSOrigin)
+	bindDur(b, &opts.ShutdownTimeout, &c.HTTP.ShutdownTimeout)
+	bindVal(b, &oi.PromoteAllResourceAttributes, &o.PromoteAllResourceAttributes)
+	bindVal(b, &oi.KeepIdentifyingResourceAttributes, &o.KeepIdentifyingResourceAttributes)
+	bindVal(b, &oi.ConvertHistogramsToNHCB, &o.ConvertHistogramsToNHCB)
+	bindVal(b, &oi.PromoteScopeMetadata, &o.PromoteScopeMetadata)
+	bindDur(b, &oi.MaxTimeSpan, &o.MaxTimeSpan)
+	bindVal(b, &oi.Delta.MaxStreams, &o.Delta.MaxStreams)
+	bindDur(b, &oi.Delta.MaxIdle, &o.Delta.MaxIdle)
 }
 
 // setWALSync applies a WAL sync interval: 0 fsyncs before every

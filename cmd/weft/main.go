@@ -219,8 +219,13 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	opts.Flags = map[string]string{}
-	fs.VisitAll(func(f *flag.Flag) { opts.Flags[f.Name] = f.Value.String() })
+	fs.VisitAll(func(f *flag.Flag) { opts.Flags[f.Name] = redactURLPasswords(f.Value.String()) })
 	opts.BuildInfo = buildInfo()
+	cfgYAML, err := effectiveConfigYAML(opts, logLevelFromFile)
+	if err != nil {
+		return opts, err
+	}
+	opts.ConfigYAML = cfgYAML
 	return opts, nil
 }
 

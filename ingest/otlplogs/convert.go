@@ -97,7 +97,8 @@ func (c *converter) convert(ld plog.Logs, now time.Time) *loki.Request {
 // resource returns the stream (labels, no entries) of a resource and the
 // structured metadata of its attributes that are not labels.
 //
-// The label candidates are, in this order, service_name, the workload
+// The label candidates are, in this order, service_name, job (as the
+// resource's metrics have it: service.namespace/service.name), the workload
 // context labels (rule order) and the index labels (list order), each name
 // once (the first wins). service_name and the next maxLabels of them are
 // the stream's labels; the rest, and any candidate whose value is longer than a label
@@ -115,6 +116,16 @@ func (c *converter) resource(attrs pcommon.Map) (loki.Stream, []loki.Pair) {
 			}
 		}
 		return false
+	}
+	// The service's job, as its metrics have it (workload.ServiceJob).
+	if job := workload.ServiceJob(func(name string) (string, bool) {
+		v, ok := attrs.Get(name)
+		if !ok {
+			return "", false
+		}
+		return v.AsString(), true
+	}); job != "" {
+		cands = append(cands, loki.Pair{Name: workload.JobLabel, Value: job})
 	}
 	if c.mapping != nil {
 		var ctx []workload.Label

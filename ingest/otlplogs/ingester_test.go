@@ -282,11 +282,14 @@ func TestIngestManyResourceAttributes(t *testing.T) {
 				t.Fatalf("result %+v, err %v: want the record stored", res, err)
 			}
 			ls, md := p.streams[0].Labels, p.streams[0].Entries[0].Metadata
-			wantLabels := min(limit+1, 18) // service_name + 17 candidates (the long one never is a label)
+			wantLabels := min(limit+1, 19) // service_name + 18 candidates, job the first (the long one never is a label)
 			if ls.Len() != wantLabels {
 				t.Fatalf("%d labels %s, want %d", ls.Len(), ls, wantLabels)
 			}
-			// The first candidates are labels: service_name, then context keys.
+			// The first candidates are labels: service_name, job, then context keys.
+			if got := ls.Get("job"); got != "ml/trainer" {
+				t.Errorf("job %q, want ml/trainer (service.namespace/service.name, as the resource's metrics have it)", got)
+			}
 			for _, n := range []string{"service_name", "namespace", "pod", "container", "node", "cluster", "host", "model", "run_id"} {
 				if !ls.Has(n) {
 					t.Errorf("label %s missing from %s", n, ls)

@@ -161,6 +161,17 @@ func (c *converter) resource(res pcommon.Resource, schemaURL string) resource {
 		}
 		pairs = append(pairs, labels.Label{Name: ServiceName, Value: svc})
 	}
+	if !has(workload.JobLabel) { // the service's job, as its metrics have it
+		if job := workload.ServiceJob(func(name string) (string, bool) {
+			v, ok := attrsMap.Get(name)
+			if !ok {
+				return "", false
+			}
+			return v.AsString(), true
+		}); job != "" {
+			pairs = append(pairs, labels.Label{Name: workload.JobLabel, Value: job})
+		}
+	}
 	r.rs.Labels = labels.New(pairs...)
 	return r
 }

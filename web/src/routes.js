@@ -1,17 +1,16 @@
 // The route table. A page is a module whose default export is a Preact
 // component taking {path, params, navigate}; adding one is a new file under
 // pages/ and one entry here. Entries with `pending` are planned pages: the
-// navigation shows them greyed out with the reason, and their URLs (trace
-// links from exemplars and log lines already point at #/traces/<id>) answer
+// navigation shows them greyed out with the reason, and their URLs answer
 // with a notice instead of a page that pretends to work.
 
 export const ROUTES = [
   { name: 'metrics', title: 'Metrics', load: () => import('./pages/metrics.js') },
   { name: 'logs', title: 'Logs', load: () => import('./pages/logs.js') },
-  { name: 'traces', title: 'Traces', pending: 'The trace view (TraceQL search, waterfall, span details) lands with weft\'s trace store and Tempo API.' },
+  { name: 'traces', title: 'Traces', load: () => import('./pages/traces.js') },
   { name: 'workload', title: 'Workload', nav: false, load: () => import('./pages/workload.js') },
   { name: 'cardinality', title: 'Cardinality', load: () => import('./pages/cardinality.js') },
-  { name: 'alerts', title: 'Alerts', pending: 'Alerts and rules land with weft\'s rule evaluation (issue: rules and alerting).' },
+  { name: 'alerts', title: 'Alerts', load: () => import('./pages/alerts.js') },
   { name: 'investigate', title: 'Investigation', pending: 'Investigation (symptom → ranked causes) lands with the /weft/api/v1/investigate API.' },
   { name: 'status', title: 'Status', load: () => import('./pages/status.js') },
 ];

@@ -35,7 +35,8 @@ test('rangeParams defaults', () => {
 test('routes: default, known, planned, unknown', () => {
   assert.equal(matchRoute([]).name, 'metrics');
   assert.equal(matchRoute(['workload', 'run_id', 'r42']).name, 'workload');
-  assert.ok(matchRoute(['traces', 'abc']).pending, 'traces is planned, not a page');
+  assert.equal(typeof matchRoute(['traces', 'abc']).load, 'function');
+  assert.ok(matchRoute(['investigate']).pending, 'investigation is planned, not a page');
   assert.equal(matchRoute(['nope']), null);
   for (const r of ROUTES) assert.ok(r.pending || typeof r.load === 'function', r.name);
 });

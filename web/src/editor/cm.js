@@ -1,7 +1,7 @@
 // CodeMirror 6 editors, in their own chunk (loaded when a page shows an
 // editor). PromQL gets codemirror-promql (parser, linter, completion of
 // metric names, label names and values from weft's Prometheus API); LogQL
-// gets a small stream tokenizer for highlighting.
+// and TraceQL get small stream tokenizers for highlighting.
 import { EditorView, keymap, placeholder as placeholderExt, drawSelection, highlightSpecialChars } from '@codemirror/view';
 import { EditorState, Prec } from '@codemirror/state';
 import { defaultKeymap, history, historyKeymap, insertNewlineAndIndent } from '@codemirror/commands';
@@ -11,6 +11,7 @@ import { lintKeymap } from '@codemirror/lint';
 import { tags as t } from '@lezer/highlight';
 import { PromQLExtension } from '@prometheus-io/codemirror-promql';
 import { logqlTokenizer } from './logql.js';
+import { traceqlTokenizer } from './traceql.js';
 
 const style = HighlightStyle.define([
   { tag: [t.keyword, t.operatorKeyword, t.modifier], color: '#7a3e9d' },
@@ -31,6 +32,8 @@ const theme = EditorView.theme({
 });
 
 const logql = StreamLanguage.define(logqlTokenizer);
+const traceql = StreamLanguage.define(traceqlTokenizer);
+const LANG_LABELS = { promql: 'PromQL query', logql: 'LogQL query', traceql: 'TraceQL query' };
 
 // CodeMirror mounts its styles as <style> elements; weft's CSP admits them
 // with the nonce index.html carries.
@@ -50,7 +53,7 @@ export function createEditor(el, { lang, value, onChange, onRun, placeholder, pr
     });
     langExt.push(promExt.asExtension());
   } else {
-    langExt.push(logql);
+    langExt.push(lang === 'traceql' ? traceql : logql);
   }
   const run = (v) => {
     if (completionStatus(v.state) === 'active') return false; // Enter picks the completion
@@ -82,7 +85,7 @@ export function createEditor(el, { lang, value, onChange, onRun, placeholder, pr
         EditorView.updateListener.of((u) => {
           if (u.docChanged && onChange) onChange(u.state.doc.toString());
         }),
-        EditorView.contentAttributes.of({ 'aria-label': lang === 'promql' ? 'PromQL query' : 'LogQL query', 'data-lang': lang }),
+        EditorView.contentAttributes.of({ 'aria-label': LANG_LABELS[lang] || 'query', 'data-lang': lang }),
       ],
     }),
   });

@@ -1,4 +1,4 @@
-// A stream tokenizer for LogQL (and, later, TraceQL) highlighting:
+// A stream tokenizer for LogQL highlighting (TraceQL has its own, traceql.js):
 // strings, numbers and durations, label names, operators and keywords.
 // Not a parser: weft's API reports syntax errors.
 
@@ -15,6 +15,21 @@ const FUNCTIONS = new Set([
   'sort', 'sort_desc', 'label_replace', 'vector', 'approx_topk',
 ]);
 
+// eatString consumes a "double-quoted" (with \ escapes) or `raw` string
+// at the stream's position, LogQL's and TraceQL's alike, and reports
+// whether there was one. An unclosed string runs to the end of the line.
+export function eatString(stream) {
+  const ch = stream.peek();
+  if (ch !== '"' && ch !== '`') return false;
+  stream.next();
+  let escaped = false;
+  for (let c = stream.next(); c !== undefined; c = stream.next()) {
+    if (c === ch && !escaped) break;
+    escaped = ch === '"' && c === '\\' && !escaped;
+  }
+  return true;
+}
+
 export const logqlTokenizer = {
   name: 'logql',
   token(stream) {
@@ -23,16 +38,7 @@ export const logqlTokenizer = {
       stream.skipToEnd();
       return 'comment';
     }
-    const ch = stream.peek();
-    if (ch === '"' || ch === '`') {
-      stream.next();
-      let escaped = false;
-      for (let c = stream.next(); c !== undefined; c = stream.next()) {
-        if (c === ch && !escaped) break;
-        escaped = ch === '"' && c === '\\' && !escaped;
-      }
-      return 'string';
-    }
+    if (eatString(stream)) return 'string';
     if (stream.match(/^\d+(\.\d+)?(ms|s|m|h|d|w|y|b|kb|mb|gb|kib|mib|gib)?/i)) return 'number';
     if (stream.match(/^(\|=|!=|\|~|!~|=~|==|>=|<=|\|>|!>|[|=<>+\-*/%^!])/)) return 'operator';
     if (stream.match(/^[a-zA-Z_][a-zA-Z0-9_.]*/)) {

@@ -66,6 +66,7 @@ export const prom = {
   buildInfo: (o) => request('api/v1/status/buildinfo', {}, o),
   runtimeInfo: (o) => request('api/v1/status/runtimeinfo', {}, o),
   flags: (o) => request('api/v1/status/flags', {}, o),
+  config: (o) => request('api/v1/status/config', {}, o),
   metricsText: (o) => request('metrics', {}, { ...o, text: true }),
 };
 
@@ -84,6 +85,36 @@ export const loki = {
     const u = buildURL('loki/api/v1/tail', { query, start: ns(startMs), limit });
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
     return u.toString();
+  },
+};
+
+// Tempo API (the trace store). Times are unix seconds; a search without
+// them covers the last hour.
+const secFloor = (ms) => ms && String(Math.floor(ms / 1e3));
+const secCeil = (ms) => ms && String(Math.ceil(ms / 1e3));
+export const tempo = {
+  search: (q, start, end, { limit, spss, signal } = {}) =>
+    request('api/search', { q, start: secFloor(start), end: secCeil(end), limit, spss }, { signal }),
+  trace: (id, o) => request(`api/v2/traces/${encodeURIComponent(id)}`, {}, { ...o, headers: { Accept: 'application/json' } }),
+  tags: (scope, start, end, o) => request('api/v2/search/tags', { scope, start: secFloor(start), end: secCeil(end) }, o),
+  tagValues: (tag, q, start, end, o) =>
+    request(`api/v2/search/tag/${encodeURIComponent(tag)}/values`, { q, start: secFloor(start), end: secCeil(end), limit: 100 }, o),
+};
+
+// Rules and alerts: every group (PromQL and LogQL) with its rules and
+// their alerts (/api/v1/rules), and the LogQL groups alone
+// (/prometheus/api/v1/rules), which tells the languages apart; logql is
+// null when that listing fails. type is '', 'alert' or 'record'.
+export const rules = {
+  groups: async (type, { signal } = {}) => {
+    const [all, logql] = await Promise.all([
+      request('api/v1/rules', { type }, { signal }),
+      request('prometheus/api/v1/rules', { type }, { signal }).catch((e) => {
+        if (e.name === 'AbortError') throw e;
+        return null;
+      }),
+    ]);
+    return { all, logql };
   },
 };
 

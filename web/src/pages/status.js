@@ -1,5 +1,6 @@
-// Status: build and runtime information, flags, the head's figures and
-// weft's own storage and ingest metrics (from /metrics).
+// Status: build and runtime information, flags, the effective
+// configuration, the head's figures and weft's own storage and ingest
+// metrics (from /metrics).
 import { useState } from 'preact/hooks';
 import { html } from '../html.js';
 import { prom } from '../lib/api.js';
@@ -10,19 +11,20 @@ import { useAsync } from '../components/hooks.js';
 
 export default function StatusPage() {
   const st = useAsync(async (signal) => {
-    const [build, runtime, flags, tsdb, text] = await Promise.all([
+    const [build, runtime, flags, tsdb, text, config] = await Promise.all([
       prom.buildInfo({ signal }),
       prom.runtimeInfo({ signal }),
       prom.flags({ signal }),
       prom.tsdbStatus(1, { signal }),
       prom.metricsText({ signal }),
+      prom.config({ signal }).catch((e) => ({ error: e.message })),
     ]);
-    return { build, runtime, flags, tsdb, metrics: parseMetricsText(text) };
+    return { build, runtime, flags, tsdb, metrics: parseMetricsText(text), config };
   }, []);
   const [filter, setFilter] = useState('weft_');
   if (st.error) return html`<section class="panel"><div class="error">${st.error.message}</div></section>`;
   if (!st.data) return html`<section class="panel"><div class="loading">Loading…</div></section>`;
-  const { build, runtime, flags, tsdb, metrics } = st.data;
+  const { build, runtime, flags, tsdb, metrics, config } = st.data;
   const head = tsdb.headStats || {};
   // Histogram buckets are left out: their _sum and _count say enough here.
   const shown = metrics.filter((m) => m.name.includes(filter) && !m.name.endsWith('_bucket'));
@@ -49,6 +51,12 @@ export default function StatusPage() {
       </table></div>
     </div>
     <${KV} title="flags" testid="flags" obj=${flags} />
+    <div class="card" data-testid="config">
+      <details>
+        <summary><b>configuration</b> <span class="muted">the effective configuration (defaults, the -config file, the flags; secrets redacted), as a -config file</span></summary>
+        ${config.error ? html`<div class="error">${config.error}</div>` : html`<pre class="config">${config.yaml}</pre>`}
+      </details>
+    </div>
   </section>`;
 }
 

@@ -1,7 +1,8 @@
 // The workload page: one run, model, node, GPU or team (any context key).
-// Its context (label values on its series and log streams), a GPUs × time
-// heatmap with outliers marked, throughput and step-time graphs when the
-// workload has them, its logs, and links to every signal.
+// Its context (label values on its series and log streams), its pending
+// and firing alerts, a GPUs × time heatmap with outliers marked,
+// throughput and step-time graphs when the workload has them, its traces,
+// its logs, and links to every signal.
 // URL: #/workload/<key>/<value>?from=now-1h&to=now&gpu=util
 import { html } from '../html.js';
 import { loki, prom } from '../lib/api.js';
@@ -19,6 +20,8 @@ import { Graph } from '../components/Graph.js';
 import { LogLines } from '../components/LogLines.js';
 import { LabelValue } from '../components/Pivot.js';
 import { ContextLinks } from '../components/ContextLinks.js';
+import { WorkloadAlerts, WorkloadTraces, alertsHash } from '../components/WorkloadSignals.js';
+import { workloadTraceQL } from '../lib/traces.js';
 
 // The heatmap's signals: the first name the workload has of each is used
 // (dcgm-exporter's and weft-agent's names, then OpenTelemetry's).
@@ -57,8 +60,8 @@ export default function WorkloadPage({ path, params, navigate }) {
         <a href=${metricsHash(pairs, r.from, r.to)}>metrics</a>
         <a href=${logsHash(pairs, r.from, r.to)}>logs</a>
         <a href=${buildHash(['cardinality'], { match: sel })}>cardinality</a>
-        <span class="nav-pending" title="lands with the trace store">traces<small>soon</small></span>
-        <span class="nav-pending" title="lands with rule evaluation">alerts<small>soon</small></span>
+        <a href=${buildHash(['traces'], { q: workloadTraceQL(key, value, null), from: r.from, to: r.to })}>traces</a>
+        <a href=${alertsHash(key, value)}>alerts</a>
       </div>
       ${r.range.error ? null : html`<${Body} key=${key + '\u0000' + value} k=${key} v=${value} sel=${sel} r=${r} gpu=${params.get('gpu')} go=${go} />`}
     </section>
@@ -88,6 +91,7 @@ function Body({ k, v, sel, r, gpu, go }) {
   const params = { from: r.from, to: r.to };
   return html`
     <${Context} c=${c} k=${k} params=${params} />
+    <${WorkloadAlerts} k=${k} v=${v} context=${c.values} tick=${r.tick} />
     <div class="card">
       <div class="card-head">
         <h2>GPUs × time</h2>
@@ -101,6 +105,7 @@ function Body({ k, v, sel, r, gpu, go }) {
     ${progress.map(
       (name) => html`<div class="card"><${Progress} name=${name} sel=${sel} r=${r} /></div>`,
     )}
+    <${WorkloadTraces} k=${k} v=${v} r=${r} />
     <div class="card">
       <div class="card-head"><h2>Logs</h2><span class="muted">${c.streams.length} streams</span><a href=${logsHash([[k, v]], r.from, r.to)}>open in logs explore</a></div>
       ${c.streams.length ? html`<${WorkloadLogs} sel=${sel} r=${r} params=${params} />` : html`<p class="muted">No log streams with ${sel} in this range.</p>`}

@@ -193,6 +193,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.BuildInfo = opts.BuildInfo
 	aopts.Flags = opts.Flags
+	aopts.ConfigYAML = opts.ConfigYAML
 	aopts.DataDir = opts.DataDir
 	aopts.Retention = opts.Storage.Retention
 	aopts.LookbackDelta = opts.Query.LookbackDelta

@@ -106,6 +106,9 @@ type Options struct {
 	BuildInfo api.BuildInfo
 	// Flags is reported by /api/v1/status/flags.
 	Flags map[string]string
+	// ConfigYAML is the effective configuration /api/v1/status/config
+	// reports (cmd/weft renders it, secrets redacted).
+	ConfigYAML string
 }
 
 // DefaultOptions returns the documented defaults.

@@ -50,69 +50,56 @@ type clusterConfig struct {
 	} `yaml:"block_builder"`
 }
 
-// apply copies the block into opts.
+// secretPlaceholder stands for a secret in the effective configuration, as
+// Prometheus writes its own.
+const secretPlaceholder = "<secret>"
+
+// bind moves the block's keys between the file and opts (binder: apply or
+// export); the target and the backend are validated by apply.
+func (c *clusterConfig) bind(b binder, co *app.ClusterOptions) {
+	target := string(co.Target)
+	bindVal(b, &target, &c.Target)
+	co.Target = app.Target(target)
+	bindVal(b, &co.Kafka.Brokers, &c.Kafka.Brokers)
+	bindVal(b, &co.Kafka.Topic, &c.Kafka.Topic)
+	bindVal(b, &co.Partitions, &c.Kafka.Partitions)
+	bindDur(b, &co.Kafka.ProduceTimeout, &c.Kafka.ProduceTimeout)
+	bindVal(b, &co.Kafka.MaxRecordBytes, &c.Kafka.MaxRecordBytes)
+	bindVal(b, &co.Ingester.Partitions, &c.Ingester.Partitions)
+	bindVal(b, &co.Ingester.ID, &c.Ingester.ID)
+	bindDur(b, &co.Ingester.MaxLag, &c.Ingester.MaxLag)
+	bindVal(b, &co.Querier.Ingesters, &c.Querier.Ingesters)
+	bindDur(b, &co.Querier.QueryIngestersWithin, &c.Querier.QueryIngestersWithin)
+	bindVal(b, &co.Querier.DenyPartialResponse, &c.Querier.DenyPartialResponse)
+	bk, s3 := &c.Blocks, &co.Blocks.S3
+	bindVal(b, &co.Blocks.Backend, &bk.Backend)
+	bindVal(b, &co.Blocks.Dir, &bk.Dir)
+	bindDur(b, &co.Blocks.SyncInterval, &bk.SyncInterval)
+	bindVal(b, &s3.Endpoint, &bk.S3.Endpoint)
+	bindVal(b, &s3.Bucket, &bk.S3.Bucket)
+	bindVal(b, &s3.Region, &bk.S3.Region)
+	bindVal(b, &s3.AccessKey, &bk.S3.AccessKey)
+	bindVal(b, &s3.SecretKey, &bk.S3.SecretKey)
+	bindVal(b, &s3.Insecure, &bk.S3.Insecure)
+	bindDur(b, &co.BlockBuilder.Window, &c.BlockBuilder.Window)
+	bindDur(b, &co.BlockBuilder.Grace, &c.BlockBuilder.Grace)
+	if b.export && *bk.S3.SecretKey != "" {
+		bk.S3.SecretKey = ptr(secretPlaceholder)
+	}
+}
+
+// apply copies the block into opts and validates it.
 func (c *clusterConfig) apply(opts *app.Options) error {
-	co := &opts.Cluster
 	if c.Target != nil {
-		t, err := app.ParseTarget(*c.Target)
-		if err != nil {
+		if _, err := app.ParseTarget(*c.Target); err != nil {
 			return fmt.Errorf("cluster.target: %w", err)
 		}
-		co.Target = t
 	}
-	if c.Kafka.Brokers != nil {
-		co.Kafka.Brokers = *c.Kafka.Brokers
+	if c.Kafka.Partitions != nil && *c.Kafka.Partitions < 0 {
+		return fmt.Errorf("cluster.kafka.partitions must not be negative, got %d", *c.Kafka.Partitions)
 	}
-	if c.Kafka.Topic != nil {
-		co.Kafka.Topic = *c.Kafka.Topic
-	}
-	if c.Kafka.Partitions != nil {
-		if *c.Kafka.Partitions < 0 {
-			return fmt.Errorf("cluster.kafka.partitions must not be negative, got %d", *c.Kafka.Partitions)
-		}
-		co.Partitions = *c.Kafka.Partitions
-	}
-	if c.Kafka.ProduceTimeout != nil {
-		co.Kafka.ProduceTimeout = time.Duration(*c.Kafka.ProduceTimeout)
-	}
-	if c.Kafka.MaxRecordBytes != nil {
-		co.Kafka.MaxRecordBytes = *c.Kafka.MaxRecordBytes
-	}
-	if c.Ingester.Partitions != nil {
-		co.Ingester.Partitions = *c.Ingester.Partitions
-	}
-	if c.Ingester.ID != nil {
-		co.Ingester.ID = *c.Ingester.ID
-	}
-	if c.Ingester.MaxLag != nil {
-		co.Ingester.MaxLag = time.Duration(*c.Ingester.MaxLag)
-	}
-	if c.Querier.Ingesters != nil {
-		co.Querier.Ingesters = *c.Querier.Ingesters
-	}
-	if c.Querier.QueryIngestersWithin != nil {
-		co.Querier.QueryIngestersWithin = time.Duration(*c.Querier.QueryIngestersWithin)
-	}
-	if c.Querier.DenyPartialResponse != nil {
-		co.Querier.DenyPartialResponse = *c.Querier.DenyPartialResponse
-	}
-	b, s3 := c.Blocks, &co.Blocks.S3
-	for dst, src := range map[*string]*string{&co.Blocks.Backend: b.Backend, &co.Blocks.Dir: b.Dir, &s3.Endpoint: b.S3.Endpoint,
-		&s3.Bucket: b.S3.Bucket, &s3.Region: b.S3.Region, &s3.AccessKey: b.S3.AccessKey, &s3.SecretKey: b.S3.SecretKey} {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	if b.S3.Insecure != nil {
-		s3.Insecure = *b.S3.Insecure
-	}
-	for dst, src := range map[*time.Duration]*duration{&co.Blocks.SyncInterval: b.SyncInterval,
-		&co.BlockBuilder.Window: c.BlockBuilder.Window, &co.BlockBuilder.Grace: c.BlockBuilder.Grace} {
-		if src != nil {
-			*dst = time.Duration(*src)
-		}
-	}
-	return checkBackend(co.Blocks.Backend)
+	c.bind(binder{}, &opts.Cluster)
+	return checkBackend(opts.Cluster.Blocks.Backend)
 }
 
 // checkBackend refuses an unknown blocks backend.

@@ -85,6 +85,16 @@ cluster:
 			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
 		}
 	}
+	// The effective configuration (status/config) shows the block, with
+	// the S3 secret redacted.
+	eff, err := effectiveConfigYAML(o, "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(eff, "secret_key: sk") || !strings.Contains(eff, "secret_key: <secret>") || !strings.Contains(eff, "target: ingester") {
+		t.Errorf("effective configuration's cluster block:\n%s", eff)
+	}
+
 	bad := filepath.Join(t.TempDir(), "bad.yml")
 	if err := os.WriteFile(bad, []byte("cluster:\n  kafka:\n    brokerz: [x]\n"), 0o644); err != nil {
 		t.Fatal(err)

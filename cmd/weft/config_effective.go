@@ -20,6 +20,7 @@ import (
 func exportConfig(opts app.Options, logLevel string) (*fileConfig, error) {
 	c := &fileConfig{}
 	c.bind(binder{export: true}, &opts)
+	c.Cluster.bind(binder{export: true}, &opts.Cluster) // config_cluster.go
 	c.Server.LogLevel = &logLevel
 
 	st := opts.Storage

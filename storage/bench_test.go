@@ -70,6 +70,7 @@ func openWeftBench(tb testing.TB) benchStore {
 	opts := DefaultOptions()
 	opts.CheckpointInterval = -1
 	opts.FutureWindow = -1
+	opts.Retention = -1 // the benchmarks write at fixed times near 1970, as Prometheus' side (no retention)
 	db, err := Open(context.Background(), tb.TempDir(), opts)
 	if err != nil {
 		tb.Fatal(err)

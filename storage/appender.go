@@ -151,7 +151,7 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 		frame, start := wal.BeginRecord(a.frame[:0])
 		frame = record.AppendSeries(frame, []record.Series{{Kind: 1, ID: id, Labels: ls}})
 		a.frame = wal.EndRecord(frame, start)
-		if _, err := db.wal.Log(a.frame); err != nil {
+		if _, err := db.wal.LogForce(a.frame); err != nil {
 			return nil, fmt.Errorf("log series: %w", err)
 		}
 	}

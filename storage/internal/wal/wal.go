@@ -6,6 +6,13 @@
 // Record framing (see docs/format/wal.md): u32 big-endian payload length, u32
 // big-endian CRC-32C of the payload, payload. A WAL is safe for concurrent use by
 // many loggers; Replay must run before the first Log.
+//
+// A failed write(2) (a full disk) is not sticky: the bytes not written stay
+// buffered, in order, so a segment file is always a prefix of what was
+// logged, and the next flush retries them. Syncs waiting when the write
+// failed return a *WriteError; once space returns, writes resume by
+// themselves. A failed fsync is sticky (the kernel may have dropped the
+// pages): every later Log and Sync fails with it and Err reports it.
 package wal
 
 import (
@@ -41,6 +48,28 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrClosed is returned by Log and Sync after Close.
 var ErrClosed = errors.New("wal closed")
+
+// WriteError reports that logged bytes could not be written to the segment
+// file (a full disk). It is retryable: the bytes stay buffered and the next
+// flush writes them, so a batch whose Sync failed with it may still become
+// durable later.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "write wal: " + e.Err.Error() }
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// maxPendingBytes bounds what Log accepts while writes are failing: beyond it
+// Log refuses (a *WriteError) instead of buffering more in memory.
+const maxPendingBytes = 16 << 20
+
+// segmentFile is what the WAL needs of a segment file; tests wrap it to
+// inject write errors.
+type segmentFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
 
 // CorruptionError reports a damaged record that is not a torn tail of the last
 // segment: replay stops there and the store refuses to open.
@@ -82,19 +111,25 @@ type WAL struct {
 
 	rotMu  sync.RWMutex // held for writing while a segment is switched; the syncer holds it for reading
 	mu     sync.Mutex   // guards the fields below
-	f      *os.File
-	bw     *bufio.Writer
+	f      segmentFile
+	buf    []byte // logged, not yet written to f (in order)
+	werr   error  // the last write error; nil once a write succeeds
 	segN   int
-	size   int64 // bytes in the current segment
+	size   int64 // bytes in the current segment (written and buffered)
 	total  int64 // bytes in all live segments
 	seq    uint64
-	err    error
+	err    error // sticky: a failed fsync or segment switch
 	closed bool
+
+	// wrap, when set (tests), wraps every segment file opened.
+	wrap func(*os.File) segmentFile
 
 	syncMu sync.Mutex
 	cond   *sync.Cond
 	synced uint64 // highest seq Sync may acknowledge (written, or fsynced in strict mode)
-	serr   error
+	serr   error  // sticky: fails every Sync
+	wgen   uint64 // incremented at each failed write; fails the Syncs waiting then
+	wlast  error  // the error of the latest failed write
 	syncs  uint64
 	dirty  bool // interval mode: written since the last fsync
 
@@ -235,6 +270,8 @@ func (w *WAL) replayFile(path string, last bool, fn func([]byte) error) (int64, 
 	}
 }
 
+// openSegment creates segment n and makes it the current one. On error the
+// current segment stays.
 func (w *WAL) openSegment(n int) error {
 	f, err := os.OpenFile(filepath.Join(w.dir, segName(n)), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -242,13 +279,41 @@ func (w *WAL) openSegment(n int) error {
 	}
 	if err := syncDir(w.dir); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
-	w.f, w.segN, w.size = f, n, 0
-	if w.bw == nil {
-		w.bw = bufio.NewWriterSize(f, writeBufferSize)
-	} else {
-		w.bw.Reset(f)
+	var sf segmentFile = f
+	if w.wrap != nil {
+		sf = w.wrap(f)
+	}
+	w.f, w.segN, w.size = sf, n, 0
+	if w.buf == nil {
+		w.buf = make([]byte, 0, writeBufferSize)
+	}
+	return nil
+}
+
+// writeOutLocked writes the buffered bytes to the segment file. On error
+// what was not written stays buffered, so the file remains a prefix of the
+// logged stream; w.mu is held.
+func (w *WAL) writeOutLocked() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.f.Write(w.buf)
+	if n > 0 {
+		w.buf = w.buf[:copy(w.buf, w.buf[n:])]
+	}
+	if err == nil && len(w.buf) > 0 {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.werr = fmt.Errorf("segment %d: %w", w.segN, err)
+		return &WriteError{Err: w.werr}
+	}
+	w.werr = nil
+	if cap(w.buf) > 4*writeBufferSize {
+		w.buf = make([]byte, 0, writeBufferSize) // give back what a full disk grew
 	}
 	return nil
 }
@@ -294,8 +359,16 @@ func AppendRecord(dst, rec []byte) []byte {
 
 // Log writes an already framed batch (see AppendRecord) and returns its
 // sequence number for Sync. The batch is not durable until Sync returns: it
-// may still be in a user-space buffer.
-func (w *WAL) Log(framed []byte) (uint64, error) {
+// may still be in a user-space buffer. While writes fail (a full disk) Log
+// buffers at most maxPendingBytes and then refuses with a *WriteError.
+func (w *WAL) Log(framed []byte) (uint64, error) { return w.logBatch(framed, false) }
+
+// LogForce is Log without the refusal while writes fail: for records that
+// must precede later ones whatever happens (a new series' record, which
+// samples of later batches refer to). They are small.
+func (w *WAL) LogForce(framed []byte) (uint64, error) { return w.logBatch(framed, true) }
+
+func (w *WAL) logBatch(framed []byte, force bool) (uint64, error) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -306,17 +379,30 @@ func (w *WAL) Log(framed []byte) (uint64, error) {
 		w.mu.Unlock()
 		return 0, err
 	}
-	if w.size > 0 && w.size+int64(len(framed)) > w.opts.SegmentSize {
+	if !force && w.werr != nil && len(w.buf)+len(framed) > maxPendingBytes {
+		err := &WriteError{Err: w.werr}
 		w.mu.Unlock()
-		if _, err := w.Cut(); err != nil {
+		return 0, err
+	}
+	if w.size > 0 && w.size+int64(len(framed)) > w.opts.SegmentSize && w.werr == nil {
+		w.mu.Unlock()
+		// A failed switch keeps the current segment; a sticky failure
+		// is reported below.
+		_, _ = w.Cut()
+		w.mu.Lock()
+		if w.closed || w.err != nil {
+			err := w.err
+			if w.closed {
+				err = ErrClosed
+			}
+			w.mu.Unlock()
 			return 0, err
 		}
-		w.mu.Lock()
 	}
-	if _, err := w.bw.Write(framed); err != nil {
-		w.err = fmt.Errorf("write segment %d: %w", w.segN, err)
-		w.mu.Unlock()
-		return 0, w.err
+	w.buf = append(w.buf, framed...)
+	if len(w.buf) >= writeBufferSize {
+		// An error stays buffered; the syncer retries and reports it.
+		_ = w.writeOutLocked()
 	}
 	w.size += int64(len(framed))
 	w.total += int64(len(framed))
@@ -336,13 +422,17 @@ func (w *WAL) Sync(seq uint64) error {
 	}
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
-	for w.synced < seq && w.serr == nil {
+	gen := w.wgen
+	for w.synced < seq && w.serr == nil && w.wgen == gen {
 		w.cond.Wait()
 	}
 	if w.synced >= seq {
 		return nil
 	}
-	return w.serr
+	if w.serr != nil {
+		return w.serr
+	}
+	return w.wlast
 }
 
 func (w *WAL) syncLoop() {
@@ -361,16 +451,26 @@ func (w *WAL) syncLoop() {
 		w.rotMu.RLock()
 		w.mu.Lock()
 		target := w.seq
-		err := w.bw.Flush()
+		werr := w.writeOutLocked()
 		f := w.f
 		w.mu.Unlock()
-		if err == nil && strict {
-			err = f.Sync()
+		var err error
+		if werr == nil && strict {
+			if err = f.Sync(); err != nil {
+				err = fmt.Errorf("sync wal: %w", err)
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+			}
 		}
 		w.rotMu.RUnlock()
 		w.syncMu.Lock()
-		if err != nil {
-			w.serr = fmt.Errorf("sync wal: %w", err)
+		if werr != nil {
+			// Not sticky: the bytes stay buffered for the next round.
+			w.wgen++
+			w.wlast = werr
+		} else if err != nil {
+			w.serr = err
 		} else if w.serr == nil && target > w.synced {
 			// After a failed fsync nothing more is acknowledged.
 			w.synced = target
@@ -412,6 +512,11 @@ func (w *WAL) fsyncLoop() {
 		w.mu.Unlock()
 		err := f.Sync()
 		w.rotMu.RUnlock()
+		if err != nil {
+			w.mu.Lock()
+			w.err = fmt.Errorf("sync wal: %w", err)
+			w.mu.Unlock()
+		}
 		w.syncMu.Lock()
 		if err != nil {
 			w.serr = fmt.Errorf("sync wal: %w", err)
@@ -434,19 +539,23 @@ func (w *WAL) Cut() (int, error) {
 	if w.closed {
 		return 0, ErrClosed
 	}
-	if err := w.bw.Flush(); err != nil {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if err := w.writeOutLocked(); err != nil {
 		return 0, fmt.Errorf("flush segment %d: %w", w.segN, err)
 	}
 	if err := w.f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync segment %d: %w", w.segN, err)
-	}
-	if err := w.f.Close(); err != nil {
-		return 0, fmt.Errorf("close segment %d: %w", w.segN, err)
+		w.err = fmt.Errorf("sync segment %d: %w", w.segN, err)
+		return 0, w.err
 	}
 	target := w.seq
+	old, oldN := w.f, w.segN
 	if err := w.openSegment(w.segN + 1); err != nil {
-		w.err = err
-		return 0, err
+		return 0, err // the current segment stays; retried at the next Cut
+	}
+	if err := old.Close(); err != nil {
+		w.log.Warn("wal_segment_close_failed", "segment", oldN, "err", err)
 	}
 	w.syncMu.Lock()
 	if target > w.synced {
@@ -527,6 +636,15 @@ func (w *WAL) WriteCheckpoint(upTo int, emit func(add func(rec []byte) error) er
 	return syncDir(w.dir)
 }
 
+// Err returns the WAL's sticky error (a failed fsync): the store cannot
+// acknowledge anything more until it is reopened. Nil while healthy, also
+// while writes fail for a full disk (those are retried).
+func (w *WAL) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Size returns the bytes in live segments (checkpoint excluded).
 func (w *WAL) Size() int64 {
 	w.mu.Lock()
@@ -560,13 +678,18 @@ func (w *WAL) Close() error {
 	defer w.mu.Unlock()
 	var err error
 	if w.f != nil {
-		err = errors.Join(w.bw.Flush(), w.f.Sync(), w.f.Close())
+		werr := w.writeOutLocked()
+		var serr error
+		if werr == nil {
+			serr = w.f.Sync()
+		}
+		err = errors.Join(werr, serr, w.f.Close())
 	}
 	w.syncMu.Lock()
 	if w.serr == nil {
 		w.serr = ErrClosed
 	}
-	if err == nil {
+	if err == nil && w.err == nil {
 		w.synced = w.seq
 	}
 	w.cond.Broadcast()

@@ -19,6 +19,7 @@ import (
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/query/logpattern"
 	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logstore"
 )
 
@@ -498,6 +499,9 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld):
 		a.badRequest(w, err)
+	case errors.Is(err, storage.ErrUnavailable): // disk nearly full, store failed: retry
+		reason, _ := storageRefusal(err)
+		refuseStorage(w, reason)
 	case errors.Is(err, ingest.ErrUnavailable): // a distributor's produce failed: retry
 		a.log.Warn("loki_push_unavailable", "err", err)
 		w.Header().Set("Retry-After", lokiRetryAfter)

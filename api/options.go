@@ -197,6 +197,10 @@ type Options struct {
 	ConfigYAML string
 	// DataDir is reported as the working data directory.
 	DataDir string
+	// StorageHealth, when set, is asked by /-/ready: an error (the disk is
+	// below its free-space reserve, the store failed) answers 503 with it
+	// as the reason (storage_refusal.go). Nil: ready means ready.
+	StorageHealth func() error
 	// Retention is reported by status/runtimeinfo; 0 reports "unlimited".
 	Retention time.Duration
 	// LookbackDelta is the engine's lookback, used by the API for cost

@@ -90,6 +90,11 @@ func (s *otlpSignal) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeOTLPStatus(w, ct, http.StatusBadRequest, codes.InvalidArgument, err.Error())
 		return
 	case err != nil:
+		if reason, ok := storageRefusal(err); ok {
+			w.Header().Set("Retry-After", retryAfterSeconds(storageRetryAfter))
+			writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, reason)
+			return
+		}
 		s.limits.logger.Warn("otlp_ingest_failed", "signal", s.name, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(int((s.limits.retryAfter+999_999_999)/1e9)))
 		writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
@@ -125,6 +130,9 @@ func (s *otlpSignal) grpcExport(ctx context.Context, in *otlpRawMessage) (*otlpR
 	case errors.Is(err, errOTLPInvalid):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case err != nil:
+		if reason, ok := storageRefusal(err); ok {
+			return nil, storageRefusalStatus(reason)
+		}
 		s.limits.logger.Warn("otlp_ingest_failed", "signal", s.name, "err", err)
 		return nil, retryableStatus(err.Error(), s.limits.retryAfter)
 	}

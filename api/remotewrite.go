@@ -278,7 +278,9 @@ func (h *remoteWriteHandler) store(w http.ResponseWriter, r *http.Request, proto
 		return
 	}
 	if cerr := app.Commit(); cerr != nil {
-		h.opts.Logger.Error("remote_write_commit_failed", "protocol", proto.String(), "series", batch.NumSeries(), "err", cerr)
+		if _, refused := storageRefusal(cerr); !refused { // the store logs refusals once, not per request
+			h.opts.Logger.Error("remote_write_commit_failed", "protocol", proto.String(), "series", batch.NumSeries(), "err", cerr)
+		}
 		h.storeFailed(w, proto, cerr, "commit remote write batch: ")
 		return
 	}
@@ -316,9 +318,15 @@ func (h *remoteWriteHandler) fail(w http.ResponseWriter, proto ingest.Protocol, 
 }
 
 // storeFailed answers a batch the store did not take: 503 with Retry-After
-// when the write path is unavailable for now (ingest.ErrUnavailable: a
-// scale-out distributor's produce failed), else 500. Senders retry both.
+// when the write path is unavailable for now (a storage refusal, see
+// storage_refusal.go, or ingest.ErrUnavailable: a scale-out distributor's
+// produce failed), else 500. Senders retry both.
 func (h *remoteWriteHandler) storeFailed(w http.ResponseWriter, proto ingest.Protocol, err error, step string) {
+	if reason, ok := storageRefusal(err); ok {
+		w.Header().Set("Retry-After", retryAfterSeconds(storageRetryAfter))
+		h.fail(w, proto, http.StatusServiceUnavailable, step+reason)
+		return
+	}
 	if errors.Is(err, ingest.ErrUnavailable) {
 		w.Header().Set("Retry-After", h.retry)
 		h.fail(w, proto, http.StatusServiceUnavailable, step+err.Error())

@@ -60,7 +60,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		{pattern: "POST /api/v1/admin/tsdb/snapshot", name: "/api/v1/admin/tsdb/snapshot", h: s.snapshotHandler(opts), ready: true},
 		{pattern: "PUT /api/v1/admin/tsdb/snapshot", name: "/api/v1/admin/tsdb/snapshot", h: s.snapshotHandler(opts), ready: true},
 		{pattern: "GET /-/healthy", name: "/-/healthy", h: textHandler("weft is Healthy.\n")},
-		{pattern: "GET /-/ready", name: "/-/ready", h: textHandler("weft is Ready.\n"), ready: true},
+		{pattern: "GET /-/ready", name: "/-/ready", h: readyHandler(opts.StorageHealth), ready: true},
 		{pattern: "GET /metrics", name: "/metrics", h: promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
 			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
 			EnableOpenMetrics: true,

@@ -42,6 +42,9 @@ func (a *appender) Commit() error {
 	if len(a.samples)+len(a.exemplars)+len(a.metas) == 0 {
 		return nil
 	}
+	if err := db.sub.Health(); err != nil {
+		return err // nothing of the batch is logged or applied
+	}
 	cb := commitPool.Get().(*commitBuffers)
 	defer commitPool.Put(cb)
 	var frame []byte
@@ -116,7 +119,7 @@ func (a *appender) Commit() error {
 	seq, err := db.wal.Log(frame)
 	if err != nil {
 		db.commitMu.RUnlock()
-		return fmt.Errorf("log commit: %w", err)
+		return fmt.Errorf("log commit: %w", db.sub.noteWriteError(db.wal, err))
 	}
 	sealed, oooFull := a.apply(cb.sealed[:0])
 	db.commitMu.RUnlock()
@@ -134,7 +137,9 @@ func (a *appender) Commit() error {
 		werr = errors.Join(werr, db.flushOOO(s))
 	}
 	if err := db.wal.Sync(seq); err != nil {
-		return fmt.Errorf("sync wal: %w", err)
+		// The batch stays buffered in order and is written once the disk
+		// has room: a retry of it is a duplicate that the head drops.
+		return fmt.Errorf("sync wal: %w", db.sub.noteWriteError(db.wal, err))
 	}
 	if werr != nil {
 		// The samples are durable in the WAL; the chunks will be written again

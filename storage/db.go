@@ -166,12 +166,15 @@ func openMetrics(ctx context.Context, sub *Substrate, w *wal.WAL, opts Options) 
 
 // openPebble opens the shared Pebble database in dir with weft's settings
 // (the index's merge operator, compression, block and memtable sizes).
-func openPebble(dir string, cacheBytes int64) (*pebble.DB, error) {
+// logger is Pebble's (pebbleguard: a fatal error fails the store instead of
+// the process); fs is the filesystem, wrapped by the substrate so that an
+// ENOSPC releases the disk ballast before Pebble retries.
+func openPebble(dir string, cacheBytes int64, logger pebble.Logger, fs vfs.FS, memTable int) (*pebble.DB, error) {
 	popts := &pebble.Options{
-		FS:                 vfs.Default,
-		Logger:             quietPebbleLogger{},
+		FS:                 fs,
+		Logger:             logger,
 		Merger:             index.Merger(),
-		MemTableSize:       pebbleMemTableSize,
+		MemTableSize:       uint64(memTable),
 		Cleaner:            noRecycleCleaner{},
 		FormatMajorVersion: pebbleFormat,
 	}
@@ -230,15 +233,6 @@ const pebbleBlockSize = 32 << 10
 // inputs. Memtables are allocated outside the Go heap (cgo) and grow from
 // 256 KiB up to this size, so small stores do not pay for it.
 const pebbleMemTableSize = 32 << 20
-
-// quietPebbleLogger drops Pebble's informational logs; fatal stays fatal.
-type quietPebbleLogger struct{}
-
-func (quietPebbleLogger) Infof(string, ...any)  {}
-func (quietPebbleLogger) Errorf(string, ...any) {}
-func (quietPebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("BUG: pebble fatal: "+format, args...))
-}
 
 // initTimeBounds derives min/max time from the partitions on disk; the head
 // extends them during replay and appends.
@@ -393,6 +387,13 @@ func (db *DB) close() error {
 		db.closed.Store(true)
 		db.maintMu.Unlock()
 		var ss []*memSeries
+		if herr := db.sub.Health(); herr != nil {
+			// Low on space or failed: the head is durable in the WAL
+			// already; writing it out now could fill the disk or hang.
+			db.log.Warn("close_without_flush", "reason", herr)
+			err = db.wal.Close()
+			return
+		}
 		db.series.forEach(func(s *memSeries) { ss = append(ss, s) })
 		err = db.writePending(ss)
 		if err == nil {

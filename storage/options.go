@@ -83,6 +83,12 @@ type Options struct {
 	// CompactionInterval is how often the background loop merges short chunks,
 	// flushes out-of-order buffers and applies retention. Default 5m.
 	CompactionInterval time.Duration
+	// DiskReserve refuses writes of every signal (ErrLowDiskSpace, 503)
+	// while the data directory's filesystem has less free space than this
+	// many bytes, and a ballast file of half of it is kept to be released
+	// on ENOSPC. Default 5% of the filesystem, between 8 MiB and 1 GiB;
+	// negative disables the guard.
+	DiskReserve int64
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 	// Now returns the wall clock (retention, future window, log seal ages);

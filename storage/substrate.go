@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/storage/diskspace"
+	"github.com/weftdb/weft/storage/internal/pebbleguard"
 	"github.com/weftdb/weft/storage/internal/wal"
 	"github.com/weftdb/weft/storage/logstore"
 	"github.com/weftdb/weft/storage/tracestore"
@@ -45,6 +48,15 @@ type Substrate struct {
 	logs    *logstore.Store
 	traces  *tracestore.Store
 	signals []signal // in open order
+
+	// guard refuses writes while the disk is nearly full; plog is
+	// Pebble's logger, which fails the store (fail) on a fatal error
+	// (health.go).
+	guard    *diskspace.Guard
+	plog     *pebbleguard.Logger
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  atomic.Pointer[error]
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -84,7 +96,11 @@ func OpenSubstrate(ctx context.Context, dir string, opts Options) (_ *Substrate,
 	if s.lock, err = lockDir(dir); err != nil {
 		return nil, err
 	}
-	if s.pdb, err = openPebble(filepath.Join(dir, "pebble"), opts.BlockCacheBytes); err != nil {
+	fs, memTable, err := s.openGuards()
+	if err != nil {
+		return nil, err
+	}
+	if s.pdb, err = openPebble(filepath.Join(dir, "pebble"), opts.BlockCacheBytes, s.plog, fs, memTable); err != nil {
 		return nil, err
 	}
 	s.ix, err = index.Open(s.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger.With("component", "index")})
@@ -124,6 +140,7 @@ func (s *Substrate) openSignals(ctx context.Context) error {
 	lopts.Logger = s.opts.Logger.With("component", "logs")
 	lopts.Now = s.opts.Now
 	lopts.Retention = s.opts.retentionOf(index.KindLog)
+	lopts.Admit = s.Health
 	if s.logs, err = logstore.Open(ctx, s.pdb, s.ix, lopts); err != nil {
 		return fmt.Errorf("open log store: %w", err)
 	}
@@ -139,6 +156,7 @@ func (s *Substrate) openSignals(ctx context.Context) error {
 	topts.Logger = s.opts.Logger.With("component", "traces")
 	topts.Now = s.opts.Now
 	topts.Retention = s.opts.retentionOf(index.KindTrace)
+	topts.Admit = s.Health
 	if s.traces, err = tracestore.Open(ctx, s.pdb, s.ix, topts); err != nil {
 		return fmt.Errorf("open trace store: %w", err)
 	}
@@ -226,6 +244,12 @@ func (s *Substrate) retentionLoop() {
 // acknowledged is durable without it; a graceful shutdown calls it so that
 // the next start has nothing to replay.
 func (s *Substrate) Flush(ctx context.Context) error {
+	if err := s.Health(); err != nil {
+		// Everything is durable already; writing the heads out now could
+		// fill the disk or, on a failed store, hang.
+		s.log.Warn("flush_skipped", "reason", err)
+		return nil
+	}
 	var errs []error
 	for _, sig := range s.signals {
 		if err := sig.flush(ctx); err != nil {
@@ -241,6 +265,10 @@ func (s *Substrate) Flush(ctx context.Context) error {
 func (s *Substrate) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
+		if s.failErr.Load() != nil {
+			s.closeErr = s.closeFailed()
+			return
+		}
 		s.wg.Wait()
 		s.closeErr = s.closeAll()
 	})

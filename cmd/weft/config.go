@@ -45,6 +45,9 @@ type fileConfig struct {
 		WALSyncInterval       *duration `yaml:"wal_sync_interval"`
 		CheckpointInterval    *duration `yaml:"checkpoint_interval"`
 		CompactionInterval    *duration `yaml:"compaction_interval"`
+		// DiskReserveBytes: writes are refused (503) below this much free
+		// space; 0 is 5% of the filesystem (8 MiB to 1 GiB), negative off.
+		DiskReserveBytes *int64 `yaml:"disk_reserve_bytes"`
 	} `yaml:"storage"`
 	Logs struct {
 		SealEntries      *int      `yaml:"seal_entries"`
@@ -291,6 +294,7 @@ func (c *fileConfig) bind(b binder, opts *app.Options) {
 	bindVal(b, &st.MaxExemplarsPerSeries, &c.Storage.MaxExemplarsPerSeries)
 	bindDur(b, &st.CheckpointInterval, &c.Storage.CheckpointInterval)
 	bindDur(b, &st.CompactionInterval, &c.Storage.CompactionInterval)
+	bindVal(b, &st.DiskReserve, &c.Storage.DiskReserveBytes)
 	bindVal(b, &lg.SealEntries, &c.Logs.SealEntries)
 	bindVal(b, &lg.SealBytes, &c.Logs.SealBytes)
 	bindDur(b, &lg.SealAge, &c.Logs.SealAge)

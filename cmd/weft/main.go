@@ -23,6 +23,7 @@ import (
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/cmd/weft/internal/app"
+	"github.com/weftdb/weft/storage"
 )
 
 // Exit codes.
@@ -30,6 +31,10 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitStoreFailed (EX_SOFTWARE): the store hit an error it cannot go
+	// on from (docs/operations.md#disk-full); a supervisor restarts weft,
+	// which replays what was acknowledged.
+	exitStoreFailed = 70
 )
 
 // version is set at build time with -ldflags "-X main.version=1.2.3" (the
@@ -69,6 +74,9 @@ func run(args []string, stderr io.Writer) int {
 	opts.Rules.ReloadSignal = hup
 	if err := app.Run(ctx, opts); err != nil {
 		opts.Logger.Error("weft failed", "err", err)
+		if errors.Is(err, storage.ErrStoreFailed) {
+			return exitStoreFailed
+		}
 		return exitError
 	}
 	return exitOK

@@ -47,6 +47,11 @@ type Options struct {
 	// (the default seals them into chunks: smaller on disk, and the next
 	// Open has nothing to replay).
 	NoSealOnClose bool
+	// Admit, when set, is asked before every Push: an error refuses the
+	// push with it (the substrate's free-space guard and failed state),
+	// and Close then leaves the heads unsealed (they are durable in their
+	// recent records). Nil admits everything.
+	Admit func() error
 	// Logger receives maintenance errors; nil is a no-op logger.
 	Logger *slog.Logger
 	// Now returns the current time; nil is time.Now. For tests.

@@ -344,6 +344,9 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if err := s.admit(); err != nil {
+		return err
+	}
 	type pending struct {
 		st      *stream
 		seq     uint64
@@ -477,7 +480,7 @@ func (s *Store) Close() error {
 		close(s.stop)
 	})
 	s.wg.Wait()
-	if first && !s.opts.NoSealOnClose {
+	if first && !s.opts.NoSealOnClose && s.admit() == nil {
 		if err := s.Seal(context.Background(), true); err != nil {
 			return fmt.Errorf("close log store: %w", err)
 		}
@@ -542,4 +545,12 @@ func (s *Store) maintenanceLoop() {
 		}
 		cancel()
 	}
+}
+
+// admit asks Options.Admit whether writes are taken now.
+func (s *Store) admit() error {
+	if s.opts.Admit == nil {
+		return nil
+	}
+	return s.opts.Admit()
 }

@@ -372,6 +372,9 @@ func (s *Store) Push(ctx context.Context, batch []ResourceSpans) (PushResult, er
 	if s.closed.Load() {
 		return res, ErrClosed
 	}
+	if err := s.admit(); err != nil {
+		return res, err
+	}
 	minEnd := int64(math.MinInt64)
 	if r := s.opts.Retention; r > 0 {
 		minEnd = s.opts.Now().Add(-r).UnixNano()
@@ -515,7 +518,7 @@ func (s *Store) Close() error {
 		close(s.stop)
 	})
 	s.wg.Wait()
-	if first && !s.opts.NoSealOnClose {
+	if first && !s.opts.NoSealOnClose && s.admit() == nil {
 		if err := s.Seal(context.Background(), true); err != nil {
 			return fmt.Errorf("close trace store: %w", err)
 		}
@@ -550,4 +553,12 @@ func (s *Store) maintenanceLoop() {
 		}
 		cancel()
 	}
+}
+
+// admit asks Options.Admit whether writes are taken now.
+func (s *Store) admit() error {
+	if s.opts.Admit == nil {
+		return nil
+	}
+	return s.opts.Admit()
 }

@@ -171,6 +171,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// span metrics into the metric store.
 	if sub != nil {
 		aopts.Traces = sub.Traces()
+		aopts.StorageHealth = sub.Health // /-/ready: disk below its reserve, store failed
 	}
 	aopts.OTLPTraces.MaxRequestBytes = opts.OTLP.MaxRequestBytes
 	aopts.OTLPTraces.RetryAfter = opts.OTLP.RetryAfter
@@ -413,12 +414,7 @@ func (a *App) Stop(ctx context.Context) error {
 		}
 		a.role.close() // an ingester stops consuming before its store flushes
 		if a.sub != nil {
-			if err := a.sub.Flush(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("flush storage: %w", err))
-			}
-			if err := a.sub.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close storage: %w", err))
-			}
+			errs = append(errs, stopStorage(ctx, a.sub, a.logger))
 		}
 		a.stopErr = errors.Join(errs...)
 		a.logger.Info("weft stopped", "err", a.stopErr)
@@ -436,9 +432,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err := a.Start(ctx); err != nil {
 		return errors.Join(err, a.Stop(context.Background()))
 	}
+	var failed <-chan struct{} // nil for the stateless targets: never ready
+	if a.sub != nil {
+		failed = a.sub.Failed()
+	}
 	select {
 	case <-ctx.Done():
 		a.logger.Info("shutting down", "cause", context.Cause(ctx))
+	case <-failed:
+		a.logger.Error("shutting down: storage failed", "err", a.sub.Health())
+		stopCtx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownTimeout)
+		defer cancel()
+		return errors.Join(fmt.Errorf("%w", a.sub.Health()), a.Stop(stopCtx))
 	case err := <-a.serveErr:
 		// Put it back: Stop waits for the serve goroutine's result and
 		// reports it.

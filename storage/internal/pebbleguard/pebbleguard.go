@@ -1,0 +1,107 @@
+// Package pebbleguard is the logger weft gives Pebble. Pebble calls
+// Logger.Fatalf where it cannot go on (a WAL or MANIFEST write that failed,
+// for example on a full disk) and expects it not to return: the default
+// logger exits the process, and weft's used to panic, which took the whole
+// server down from inside a request. This logger instead records the
+// failure, tells its owner (which refuses writes, reports not ready and
+// shuts the process down with its own exit code) and parks the calling
+// goroutine for good, so that Pebble never runs on past a fatal error.
+//
+// Errorf messages are logged; one that says the disk is full is also
+// reported to the owner (which releases its ballast).
+package pebbleguard
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrFailed matches (errors.Is) every *FatalError.
+var ErrFailed = errors.New("storage failed")
+
+// FatalError is the failure Pebble reported through Fatalf.
+type FatalError struct{ Msg string }
+
+func (e *FatalError) Error() string { return "storage failed: pebble: " + e.Msg }
+
+// Is reports whether target is ErrFailed.
+func (e *FatalError) Is(target error) bool { return target == ErrFailed }
+
+// Options configure a Logger.
+type Options struct {
+	// Logger receives Pebble's errors and the fatal error; nil discards.
+	Logger *slog.Logger
+	// OnNoSpace is called (at most once per message) when Pebble reports
+	// an error that says the disk is full; nil ignores it.
+	OnNoSpace func()
+	// OnFatal is called once, with the first fatal error, before the
+	// goroutine that reported it parks; nil ignores it.
+	OnFatal func(error)
+}
+
+// Logger implements pebble.Logger. Safe for concurrent use.
+type Logger struct {
+	opts   Options
+	log    *slog.Logger
+	failed atomic.Pointer[FatalError]
+	once   sync.Once
+	// park blocks the goroutine that called Fatalf; tests replace it.
+	park func()
+}
+
+// New returns a Logger with opts.
+func New(opts Options) *Logger {
+	l := &Logger{opts: opts, log: opts.Logger, park: func() { select {} }}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// Infof drops Pebble's informational messages (flushes, compactions).
+func (l *Logger) Infof(string, ...any) {}
+
+// Errorf logs a Pebble error (a failed flush or compaction, which Pebble
+// retries); a full disk is also reported to OnNoSpace.
+func (l *Logger) Errorf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error("pebble_error", "msg", msg)
+	if l.opts.OnNoSpace != nil && isNoSpace(msg) {
+		l.opts.OnNoSpace()
+	}
+}
+
+// Fatalf records the failure, reports it to OnFatal once and parks the
+// calling goroutine: it never returns.
+func (l *Logger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	err := &FatalError{Msg: msg}
+	if l.failed.CompareAndSwap(nil, err) {
+		l.log.Error("pebble_fatal", "msg", msg)
+	}
+	if isNoSpace(msg) && l.opts.OnNoSpace != nil {
+		l.opts.OnNoSpace()
+	}
+	l.once.Do(func() {
+		if l.opts.OnFatal != nil {
+			l.opts.OnFatal(l.failed.Load())
+		}
+	})
+	l.park()
+}
+
+// Err returns the first fatal error, or nil.
+func (l *Logger) Err() error {
+	if e := l.failed.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// isNoSpace reports whether a message is about a full disk (Pebble formats
+// the error chain; ENOSPC's text is the same on every Unix).
+func isNoSpace(msg string) bool { return strings.Contains(msg, "no space left on device") }

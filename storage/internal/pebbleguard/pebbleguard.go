@@ -26,7 +26,12 @@ var ErrFailed = errors.New("storage failed")
 // FatalError is the failure Pebble reported through Fatalf.
 type FatalError struct{ Msg string }
 
-func (e *FatalError) Error() string { return "storage failed: pebble: " + e.Msg }
+func (e *FatalError) Error() string {
+	if strings.HasPrefix(e.Msg, "pebble") {
+		return "storage failed: " + e.Msg
+	}
+	return "storage failed: pebble: " + e.Msg
+}
 
 // Is reports whether target is ErrFailed.
 func (e *FatalError) Is(target error) bool { return target == ErrFailed }

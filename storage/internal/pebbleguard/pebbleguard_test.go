@@ -43,7 +43,7 @@ func TestFatalfParksAndReportsOnce(t *testing.T) {
 		t.Fatal("a fatal full disk was not reported to OnNoSpace")
 	}
 	err := l.Err()
-	if !errors.Is(err, ErrFailed) || err.Error() != "storage failed: pebble: pebble: fatal commit error: write 000004.log: no space left on device" {
+	if !errors.Is(err, ErrFailed) || err.Error() != "storage failed: pebble: fatal commit error: write 000004.log: no space left on device" {
 		t.Fatalf("Err() = %v", err)
 	}
 	if p := got.Load(); p == nil || *p != err {

@@ -440,10 +440,12 @@ func Run(ctx context.Context, opts Options) error {
 	case <-ctx.Done():
 		a.logger.Info("shutting down", "cause", context.Cause(ctx))
 	case <-failed:
+		// Requests parked inside the failed store never finish: drain
+		// briefly, then close their connections (storage_stop.go).
 		a.logger.Error("shutting down: storage failed", "err", a.sub.Health())
-		stopCtx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownTimeout)
+		stopCtx, cancel := context.WithTimeout(context.Background(), min(a.opts.ShutdownTimeout, failedStoreDrain))
 		defer cancel()
-		return errors.Join(fmt.Errorf("%w", a.sub.Health()), a.Stop(stopCtx))
+		return errors.Join(a.sub.Health(), a.Stop(stopCtx))
 	case err := <-a.serveErr:
 		// Put it back: Stop waits for the serve goroutine's result and
 		// reports it.

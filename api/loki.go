@@ -499,9 +499,8 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld):
 		a.badRequest(w, err)
-	case errors.Is(err, storage.ErrUnavailable): // disk nearly full, store failed: retry
-		reason, _ := storageRefusal(err)
-		refuseStorage(w, reason)
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrMemoryBudget): // disk nearly full, store failed, memory budget: retry
+		refuseStorage(w, err)
 	case errors.Is(err, ingest.ErrUnavailable): // a distributor's produce failed: retry
 		a.log.Warn("loki_push_unavailable", "err", err)
 		w.Header().Set("Retry-After", lokiRetryAfter)

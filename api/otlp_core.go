@@ -92,7 +92,11 @@ func (s *otlpSignal) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case err != nil:
 		if reason, ok := storageRefusal(err); ok {
 			w.Header().Set("Retry-After", retryAfterSeconds(storageRetryAfter))
-			writeOTLPStatus(w, ct, http.StatusServiceUnavailable, codes.Unavailable, reason)
+			code, grpcCode := http.StatusServiceUnavailable, codes.Unavailable
+			if storageRefusalCode(err) == http.StatusTooManyRequests {
+				code, grpcCode = http.StatusTooManyRequests, codes.ResourceExhausted
+			}
+			writeOTLPStatus(w, ct, code, grpcCode, reason)
 			return
 		}
 		s.limits.logger.Warn("otlp_ingest_failed", "signal", s.name, "err", err)
@@ -130,8 +134,8 @@ func (s *otlpSignal) grpcExport(ctx context.Context, in *otlpRawMessage) (*otlpR
 	case errors.Is(err, errOTLPInvalid):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case err != nil:
-		if reason, ok := storageRefusal(err); ok {
-			return nil, storageRefusalStatus(reason)
+		if _, ok := storageRefusal(err); ok {
+			return nil, storageRefusalStatus(err)
 		}
 		s.limits.logger.Warn("otlp_ingest_failed", "signal", s.name, "err", err)
 		return nil, retryableStatus(err.Error(), s.limits.retryAfter)

@@ -273,7 +273,9 @@ func (h *remoteWriteHandler) store(w http.ResponseWriter, r *http.Request, proto
 		if rerr := app.Rollback(); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
-		h.opts.Logger.Error("remote_write_append_failed", "protocol", proto.String(), "series", batch.NumSeries(), "err", err)
+		if _, refused := storageRefusal(err); !refused {
+			h.opts.Logger.Error("remote_write_append_failed", "protocol", proto.String(), "series", batch.NumSeries(), "err", err)
+		}
 		h.storeFailed(w, proto, err, "store remote write batch: ")
 		return
 	}
@@ -324,7 +326,7 @@ func (h *remoteWriteHandler) fail(w http.ResponseWriter, proto ingest.Protocol, 
 func (h *remoteWriteHandler) storeFailed(w http.ResponseWriter, proto ingest.Protocol, err error, step string) {
 	if reason, ok := storageRefusal(err); ok {
 		w.Header().Set("Retry-After", retryAfterSeconds(storageRetryAfter))
-		h.fail(w, proto, http.StatusServiceUnavailable, step+reason)
+		h.fail(w, proto, storageRefusalCode(err), step+reason)
 		return
 	}
 	if errors.Is(err, ingest.ErrUnavailable) {

@@ -10,12 +10,16 @@ import (
 )
 
 // Storage refusals: a write the store did not take for a condition that
-// passes (storage.ErrUnavailable: the data directory is below its free-space
-// reserve, a WAL write failed on a full disk, or the store failed and the
-// process is restarting). Every ingest path answers them the same way, here:
-// HTTP 503 with Retry-After and the reason, gRPC UNAVAILABLE with a
-// RetryInfo detail. Clients retry; writes resume by themselves once space is
-// freed.
+// passes. Every ingest path answers them the same way, here:
+//
+//   - storage.ErrUnavailable (the data directory is below its free-space
+//     reserve, a WAL write failed on a full disk, or the store failed and
+//     the process is restarting): HTTP 503 with Retry-After and the reason,
+//     gRPC UNAVAILABLE with a RetryInfo detail. Writes resume by themselves
+//     once space is freed.
+//   - storage.ErrMemoryBudget (a new stream past the memory budget): HTTP
+//     429 with Retry-After and the reason, gRPC RESOURCE_EXHAUSTED. Nothing
+//     of the request is written; streams that exist keep being accepted.
 
 // storageRetryAfter is the delay suggested with a storage refusal: freeing
 // disk space takes an operator a while, and a sender that retries every
@@ -25,10 +29,18 @@ const storageRetryAfter = 5 * time.Second
 // storageRefusal reports whether err is a storage refusal, with the reason
 // to answer.
 func storageRefusal(err error) (reason string, ok bool) {
-	if err == nil || !errors.Is(err, storage.ErrUnavailable) {
+	if err == nil || !errors.Is(err, storage.ErrUnavailable) && !errors.Is(err, storage.ErrMemoryBudget) {
 		return "", false
 	}
 	return err.Error(), true
+}
+
+// storageRefusalCode is the HTTP status of a storage refusal (see above).
+func storageRefusalCode(err error) int {
+	if errors.Is(err, storage.ErrMemoryBudget) {
+		return http.StatusTooManyRequests
+	}
+	return http.StatusServiceUnavailable
 }
 
 // retryAfterSeconds formats d for a Retry-After header (whole seconds,
@@ -37,20 +49,23 @@ func retryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
 }
 
-// refuseStorage answers a storage refusal over HTTP: 503, Retry-After, the
-// reason as the plain-text body.
-func refuseStorage(w http.ResponseWriter, reason string) {
+// refuseStorage answers a storage refusal over HTTP: 503 or 429,
+// Retry-After, the reason as the plain-text body.
+func refuseStorage(w http.ResponseWriter, err error) {
 	w.Header().Set("Retry-After", retryAfterSeconds(storageRetryAfter))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte(reason))
+	w.WriteHeader(storageRefusalCode(err))
+	_, _ = w.Write([]byte(err.Error()))
 }
 
 // storageRefusalStatus is a storage refusal as a gRPC status: UNAVAILABLE
-// with RetryInfo.
-func storageRefusalStatus(reason string) error {
-	return retryableStatus(reason, storageRetryAfter)
+// with RetryInfo, or RESOURCE_EXHAUSTED past the memory budget.
+func storageRefusalStatus(err error) error {
+	if errors.Is(err, storage.ErrMemoryBudget) {
+		return exhaustedStatus(err.Error(), storageRetryAfter)
+	}
+	return retryableStatus(err.Error(), storageRetryAfter)
 }
 
 // readyHandler is /-/ready once the server is ready: 200 "weft is Ready."

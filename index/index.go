@@ -81,6 +81,11 @@ type Options struct {
 	HotPartitions int
 	// Logger receives rare events (open, drop). Nil means no logging.
 	Logger *slog.Logger
+	// AdmitNew, when set, is asked before a stream of kind is created (never
+	// for a stream that exists): an error refuses the creation and is
+	// returned unwrapped, nothing created. The substrate sets it to its
+	// memory budget, so that new streams of every signal stop there.
+	AdmitNew func(kind Kind) error
 }
 
 // PartitionDuration returns the time span of one postings partition; the

@@ -121,6 +121,11 @@ func (ix *Index) GetOrCreateFunc(kind Kind, ls labels.Labels, t int64, check fun
 			return 0, false, err
 		}
 	}
+	if admit := ix.opts.AdmitNew; admit != nil {
+		if err := admit(kind); err != nil {
+			return 0, false, err
+		}
+	}
 
 	var refBuf [encScratch]uint32
 	refs := ix.syms.internLabels(ls, refBuf[:0])

@@ -200,3 +200,43 @@ func TestGetOrCreateFunc(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitNew: Options.AdmitNew refuses new streams of any kind with its
+// error, nothing created, and is never asked about a stream that exists.
+func TestAdmitNew(t *testing.T) {
+	refuse := errors.New("over budget")
+	var full bool
+	var asked []Kind
+	opts := DefaultOptions()
+	opts.AdmitNew = func(k Kind) error {
+		asked = append(asked, k)
+		if full {
+			return refuse
+		}
+		return nil
+	}
+	ix, _, _ := testIndex(t, opts)
+	a := labels.FromStrings("__name__", "up", "job", "a")
+	id := mustCreate(t, ix, KindMetric, a, 0)
+	full = true
+	asked = nil
+	if got, created, err := ix.GetOrCreate(KindMetric, a.Copy(), 10); err != nil || created || got != id {
+		t.Fatalf("existing stream while refusing: %d %v %v", got, created, err)
+	}
+	if len(asked) != 0 {
+		t.Fatalf("AdmitNew asked about an existing stream: %v", asked)
+	}
+	for _, k := range []Kind{KindMetric, KindLog, KindTrace} {
+		_, created, err := ix.GetOrCreate(k, labels.FromStrings("__name__", "up", "job", "new"), 0)
+		if err != refuse || created {
+			t.Fatalf("new %v stream while refusing: created=%v err=%v, want the refusal unwrapped", k, created, err)
+		}
+	}
+	if n := ix.NumStreams(KindAny); n != 1 {
+		t.Fatalf("%d streams after refusals, want 1", n)
+	}
+	full = false
+	if _, created, err := ix.GetOrCreate(KindLog, labels.FromStrings("job", "new"), 0); err != nil || !created {
+		t.Fatalf("after the refusal ended: created=%v err=%v", created, err)
+	}
+}

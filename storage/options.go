@@ -89,6 +89,15 @@ type Options struct {
 	// on ENOSPC. Default 5% of the filesystem, between 8 MiB and 1 GiB;
 	// negative disables the guard.
 	DiskReserve int64
+	// MemoryBudget refuses new streams of every signal (a
+	// *MemoryBudgetError, 429) while the process's resident memory is at
+	// or above this many bytes; streams that exist keep accepting data.
+	// Zero or negative: no budget (weft's command line sets a default from
+	// the cgroup or machine memory).
+	MemoryBudget int64
+	// MemoryInUse returns the process's memory in use, which MemoryBudget
+	// is checked against; nil reads the resident set size. Tests inject it.
+	MemoryInUse func() int64
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 	// Now returns the wall clock (retention, future window, log seal ages);

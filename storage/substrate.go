@@ -57,6 +57,8 @@ type Substrate struct {
 	failed   chan struct{}
 	failOnce sync.Once
 	failErr  atomic.Pointer[error]
+	// mem refuses new streams past the memory budget (memory.go).
+	mem *memoryBudget
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -103,7 +105,8 @@ func OpenSubstrate(ctx context.Context, dir string, opts Options) (_ *Substrate,
 	if s.pdb, err = openPebble(filepath.Join(dir, "pebble"), opts.BlockCacheBytes, s.plog, fs, memTable); err != nil {
 		return nil, err
 	}
-	s.ix, err = index.Open(s.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger.With("component", "index")})
+	s.mem = newMemoryBudget(opts.MemoryBudget, opts.MemoryInUse)
+	s.ix, err = index.Open(s.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger.With("component", "index"), AdmitNew: s.mem.admit})
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}

@@ -93,6 +93,9 @@ type fileConfig struct {
 		Ingest struct {
 			MaxInFlightBytes *int64 `yaml:"max_in_flight_bytes"`
 		} `yaml:"ingest"`
+		// MemoryBudgetBytes is -memory-budget: new streams are refused
+		// past it; 0 is 2/3 of the cgroup or machine memory, negative none.
+		MemoryBudgetBytes *int64 `yaml:"memory_budget_bytes"`
 	} `yaml:"limits"`
 	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
 	HTTP     struct {
@@ -325,6 +328,7 @@ func (c *fileConfig) bind(b binder, opts *app.Options) {
 
 	bindVal(b, &opts.OTLP.MaxRequestBytes, &c.Limits.OTLP.MaxRequestBytes)
 	bindVal(b, &opts.IngestMaxInFlightBytes, &c.Limits.Ingest.MaxInFlightBytes)
+	bindVal(b, &opts.Storage.MemoryBudget, &c.Limits.MemoryBudgetBytes)
 
 	bindVal(b, &opts.EnableAdminAPI, &c.HTTP.EnableAdminAPI)
 	bindVal(b, &opts.CORSOrigin, &c.HTTP.CORSOrigin)

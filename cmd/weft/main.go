@@ -127,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		showVer    = fs.Bool("version", false, "print the version and exit")
 		webPrefix  = fs.String("web.route-prefix", "", "prefix of every route (APIs, web UI, health, /metrics), as Prometheus' -web.route-prefix; default: the path of -web.external-url, else /")
 		webExtURL  = fs.String("web.external-url", "", "URL users reach weft under, e.g. behind a reverse proxy (http://proxy/weft/); the web UI's links use its path")
+		memBudget  = byteSizeFlag(0)
 		walSync    = fs.Duration("wal-sync-interval", opts.Storage.WALSyncInterval, "fsync the write-ahead log this often; 0 fsyncs before acknowledging every write. Acknowledged writes survive a crash or kill -9 either way; a power loss can lose up to this much")
 	)
 	rules := registerRuleFlags(fs)
@@ -135,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	fs.Var(&retLogs, "retention.logs", "how long log lines are kept; default -retention")
 	fs.Var(&retTraces, "retention.traces", "how long spans are kept; default -retention")
 	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
+	fs.Var(&memBudget, "memory-budget", "resident memory past which new series, log streams and trace resources are refused (429; existing ones are accepted), e.g. 4GiB; 0: 2/3 of the cgroup's memory limit, else of the machine's memory; negative: none")
 	cluster := registerClusterFlags(fs, opts.Cluster) // config_cluster.go
 	if err := fs.Parse(args); err != nil {
 		return opts, err
@@ -199,6 +201,12 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	}
 	if set["out-of-order-window"] {
 		opts.Storage.OutOfOrderWindow = time.Duration(oooWindow)
+	}
+	if set["memory-budget"] {
+		opts.Storage.MemoryBudget = int64(memBudget)
+	}
+	if opts.Storage.MemoryBudget == 0 {
+		opts.Storage.MemoryBudget = defaultMemoryBudget()
 	}
 	if set["wal-sync-interval"] {
 		if err := setWALSync(&opts.Storage, *walSync); err != nil {

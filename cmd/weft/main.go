@@ -65,6 +65,7 @@ func run(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	setGCPercent(os.Getenv("GOGC"))
+	setMemoryLimit(os.Getenv("GOMEMLIMIT"), opts.Storage.MemoryBudget)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// SIGHUP reloads the rules and alerting configuration, as in Prometheus.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -144,4 +145,20 @@ func parseByteSize(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid size %q: want bytes with an optional unit (4GiB, 512MiB)", s)
 	}
 	return int64(n * float64(mult)), nil
+}
+
+// memoryLimitNum/Den place Go's soft memory limit between the budget and the
+// memory limit it stands for (budget x 3/2 by default): at 5/4 of the budget
+// the garbage collector works harder before the process gets near an OOM
+// kill, and a WAL replay, which rebuilds the head the budget bounded while
+// it allocates garbage at full speed, stays under it instead of peaking at
+// GOGC's 1.5x of the live heap.
+const memoryLimitNum, memoryLimitDen = 5, 4
+
+// setMemoryLimit sets Go's soft memory limit from the budget unless the
+// operator chose GOMEMLIMIT (or there is no budget).
+func setMemoryLimit(env string, budget int64) {
+	if env == "" && budget > 0 {
+		debug.SetMemoryLimit(budget * memoryLimitNum / memoryLimitDen)
+	}
 }

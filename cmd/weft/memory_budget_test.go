@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -75,5 +76,20 @@ func TestParseByteSize(t *testing.T) {
 		if _, err := parseByteSize(bad); err == nil {
 			t.Errorf("parseByteSize(%q) accepted", bad)
 		}
+	}
+}
+
+func TestSetMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	setMemoryLimit("", 400<<20)
+	if got := debug.SetMemoryLimit(-1); got != 500<<20 {
+		t.Fatalf("memory limit %d, want 5/4 of the budget", got)
+	}
+	debug.SetMemoryLimit(before)
+	setMemoryLimit("1GiB", 400<<20) // the operator's GOMEMLIMIT wins
+	setMemoryLimit("", -1)          // no budget: no limit
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("memory limit changed to %d", got)
 	}
 }

@@ -91,13 +91,17 @@ type TraceLookup struct {
 // [Start, End] (unix ns). Must holds the traces every correct answer
 // contains (a matching span and every span inside the range); May those it
 // may contain (a matching span overlapping the range): stores differ on
-// whether the range bounds span starts or whole traces.
+// whether the range bounds span starts or whole traces. MayAnySpan is May
+// for a store that matches the service and the duration on any spans of a
+// trace, not necessarily the same one (Jaeger's Badger store intersects a
+// service index with a duration index of every service).
 type TraceSearch struct {
 	Service     string
 	MinDuration time.Duration
 	Start, End  int64
 	Limit       int
 	Must, May   map[scenario.TraceID]bool
+	MayAnySpan  map[scenario.TraceID]bool
 }
 
 // TraceWorkload is a generated trace workload. Immutable once generated.
@@ -346,14 +350,25 @@ func traceSearches(spans []scenario.Span, res [][]scenario.Label, o TraceOptions
 		e.first, e.last = min(e.first, sp.Start), max(e.last, sp.End)
 		ext[sp.Trace] = e
 	}
+	// The longest span of each trace overlapping the range, for MayAnySpan.
+	longest := map[scenario.TraceID]int64{}
+	for i := range spans {
+		if sp := &spans[i]; sp.End >= from && sp.Start <= end {
+			longest[sp.Trace] = max(longest[sp.Trace], sp.End-sp.Start)
+		}
+	}
 	var out []TraceSearch
 	for _, svc := range names {
 		d := durs[svc]
 		slices.Sort(d)
 		q := time.Duration(d[int(o.SearchQuantile*float64(len(d)-1))]).Truncate(time.Millisecond)
-		s := TraceSearch{Service: svc, MinDuration: q, Start: from, End: end, Must: map[scenario.TraceID]bool{}, May: map[scenario.TraceID]bool{}}
+		s := TraceSearch{Service: svc, MinDuration: q, Start: from, End: end,
+			Must: map[scenario.TraceID]bool{}, May: map[scenario.TraceID]bool{}, MayAnySpan: map[scenario.TraceID]bool{}}
 		for i := range spans {
 			sp := &spans[i]
+			if sp.End >= from && sp.Start <= end && svcs[sp.Resource] == svc && longest[sp.Trace] >= q.Nanoseconds() {
+				s.MayAnySpan[sp.Trace] = true
+			}
 			if sp.End-sp.Start < q.Nanoseconds() || sp.End < from || sp.Start > end || svcs[sp.Resource] != svc {
 				continue
 			}
@@ -362,7 +377,7 @@ func traceSearches(spans []scenario.Span, res [][]scenario.Label, o TraceOptions
 				s.Must[sp.Trace] = true
 			}
 		}
-		s.Limit = max(searchLimitFloor, 2*len(s.May))
+		s.Limit = max(searchLimitFloor, 2*len(s.MayAnySpan))
 		out = append(out, s)
 	}
 	return out

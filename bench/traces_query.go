@@ -62,6 +62,10 @@ func parseTraceID(s string) (scenario.TraceID, error) {
 // Grafana's Tempo datasource asks for) and the legacy tag search.
 type weftTraces struct{}
 
+// DurationOnAnySpan is false: the legacy search is the TraceQL spanset
+// { .service.name = "<svc>" && duration >= <d> }, one span with both.
+func (weftTraces) DurationOnAnySpan() bool { return false }
+
 func (weftTraces) ByIDQuery() string { return "GET /api/v2/traces/<id> (Accept: application/protobuf)" }
 func (weftTraces) SearchQuery() string {
 	return "GET /api/search?tags=service.name=<svc>&minDuration=<d>&start=<s>&end=<s>&limit=<n>"
@@ -118,6 +122,11 @@ func (weftTraces) Search(ctx context.Context, c *http.Client, base string, s Tra
 
 // jaegerTraces is Jaeger's query HTTP API (the one its UI uses).
 type jaegerTraces struct{}
+
+// DurationOnAnySpan is true: Badger's FindTraceIDs intersects the traces
+// with a span of the service with those with a span of any service at
+// least minDuration long (internal/storage/v1/badger/spanstore/reader.go).
+func (jaegerTraces) DurationOnAnySpan() bool { return true }
 
 func (jaegerTraces) ByIDQuery() string { return "GET /api/traces/<id>" }
 func (jaegerTraces) SearchQuery() string {

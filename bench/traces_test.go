@@ -92,12 +92,17 @@ func TestGenerateTraces(t *testing.T) {
 		t.Fatalf("%d searches, want %d", len(w.Searches), o.Services+1)
 	}
 	for _, s := range w.Searches {
-		if len(s.Must) == 0 || s.MinDuration <= 0 || len(s.May) > s.Limit {
+		if len(s.Must) == 0 || s.MinDuration <= 0 || len(s.MayAnySpan) > s.Limit {
 			t.Errorf("search %s >= %s: %d must, %d may, limit %d", s.Service, s.MinDuration, len(s.Must), len(s.May), s.Limit)
 		}
 		for id := range s.Must {
 			if !s.May[id] {
 				t.Errorf("search %s: %x must but not may", s.Service, id)
+			}
+		}
+		for id := range s.May {
+			if !s.MayAnySpan[id] {
+				t.Errorf("search %s: %x may on one span but not on any span", s.Service, id)
 			}
 		}
 	}

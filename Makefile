@@ -17,6 +17,10 @@ VERSITYGW_VERSION       := v1.8.0
 # Alertmanager v0.31.1 is the newest that `go install`s: later versions embed
 # a built UI that their module zip does not contain.
 ALERTMANAGER_VERSION    := v0.31.1
+# Jaeger v2 is the trace benchmark's peer. Its module has replace directives,
+# so `go install ...@version` refuses it: bench/peers/jaeger is a module of
+# its own that pins it as a tool (go.mod and go.sum), built from there.
+JAEGER_VERSION          := v1.76.0
 
 # Packages that need cgo (go-nvml) are still tested with CGO_ENABLED=1; the
 # rest must also build without cgo (checked in `check`).
@@ -187,3 +191,22 @@ bench-logs: $(PEER_BIN)/victoria-logs
 $(PEER_BIN)/victoria-logs:
 	@mkdir -p $(PEER_BIN)
 	GOBIN=$(PEER_BIN) $(GO) install github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@$(VICTORIALOGS_VERSION)
+
+## bench-traces: weft and Jaeger v2 (Badger on disk) side by side on the same
+## generated AI-workload spans (TRACE_SPANS spans over 2 h, OTLP/HTTP
+## protobuf); see docs/benchmarks.md.
+TRACE_SPANS ?= 1000000
+
+.PHONY: bench-traces jaeger
+bench-traces: $(PEER_BIN)/jaeger
+	$(GO) build -o $(BIN)/ ./cmd/weft-bench
+	@$(GO) build -o $(BIN)/ ./cmd/weft || { echo "bench-traces: cmd/weft does not build; weft is reported as failed"; rm -f $(BIN)/weft; }
+	./$(BIN)/weft-bench -mode traces -trace-spans $(TRACE_SPANS) -peer-bin $(PEER_BIN) -weft-bin $(BIN)/weft -out bench/results $(BENCH_FLAGS)
+
+jaeger: $(PEER_BIN)/jaeger
+
+$(PEER_BIN)/jaeger: bench/peers/jaeger/go.mod bench/peers/jaeger/go.sum
+	@grep -qE 'github.com/jaegertracing/jaeger $(JAEGER_VERSION)( |$$)' bench/peers/jaeger/go.mod || \
+		{ echo "bench/peers/jaeger/go.mod does not pin jaeger $(JAEGER_VERSION)"; exit 1; }
+	@mkdir -p $(PEER_BIN)
+	cd bench/peers/jaeger && $(GO) build -o $(PEER_BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger

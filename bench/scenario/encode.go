@@ -350,41 +350,52 @@ func (d *Data) encodeTraces(o EncodeOptions) ([]Request, error) {
 		}
 		batch := d.Spans[i:j]
 		i = j
-		td := ptrace.NewTraces()
-		byRes := map[int]ptrace.SpanSlice{}
-		for _, sp := range batch {
-			ss, ok := byRes[sp.Resource]
-			if !ok {
-				rs := td.ResourceSpans().AppendEmpty()
-				putAttrs(rs.Resource().Attributes(), d.Resources[sp.Resource])
-				scope := rs.ScopeSpans().AppendEmpty()
-				scope.Scope().SetName("weft-bench/scenario")
-				ss = scope.Spans()
-				byRes[sp.Resource] = ss
-			}
-			s := ss.AppendEmpty()
-			s.SetTraceID(pcommon.TraceID(sp.Trace))
-			s.SetSpanID(pcommon.SpanID(sp.ID))
-			if sp.Parent != (SpanID{}) {
-				s.SetParentSpanID(pcommon.SpanID(sp.Parent))
-			}
-			s.SetName(sp.Name)
-			s.SetKind(ptrace.SpanKind(sp.Kind))
-			s.SetStartTimestamp(pcommon.Timestamp(sp.Start))
-			s.SetEndTimestamp(pcommon.Timestamp(sp.End))
-			putAttrs(s.Attributes(), sp.Attrs)
-			if sp.Error {
-				s.Status().SetCode(ptrace.StatusCodeError)
-				s.Status().SetMessage(sp.Message)
-			}
-		}
-		body, err := gzipped(ptraceotlp.NewExportRequestFromTraces(td).MarshalProto())
+		body, err := EncodeSpans(batch, d.Resources)
 		if err != nil {
-			return nil, fmt.Errorf("encode otlp traces: %w", err)
+			return nil, err
 		}
 		out = append(out, Request{Body: body, Lane: len(out) % o.Lanes, Block: int(max(blk, 0)), Items: len(batch)})
 	}
 	return out, nil
+}
+
+// EncodeSpans encodes spans as one OTLP/HTTP traces request, protobuf and
+// gzip, one ResourceSpans per resource (resources indexes Span.Resource)
+// in order of first appearance.
+func EncodeSpans(spans []Span, resources [][]Label) ([]byte, error) {
+	td := ptrace.NewTraces()
+	byRes := map[int]ptrace.SpanSlice{}
+	for _, sp := range spans {
+		ss, ok := byRes[sp.Resource]
+		if !ok {
+			rs := td.ResourceSpans().AppendEmpty()
+			putAttrs(rs.Resource().Attributes(), resources[sp.Resource])
+			scope := rs.ScopeSpans().AppendEmpty()
+			scope.Scope().SetName("weft-bench/scenario")
+			ss = scope.Spans()
+			byRes[sp.Resource] = ss
+		}
+		s := ss.AppendEmpty()
+		s.SetTraceID(pcommon.TraceID(sp.Trace))
+		s.SetSpanID(pcommon.SpanID(sp.ID))
+		if sp.Parent != (SpanID{}) {
+			s.SetParentSpanID(pcommon.SpanID(sp.Parent))
+		}
+		s.SetName(sp.Name)
+		s.SetKind(ptrace.SpanKind(sp.Kind))
+		s.SetStartTimestamp(pcommon.Timestamp(sp.Start))
+		s.SetEndTimestamp(pcommon.Timestamp(sp.End))
+		putAttrs(s.Attributes(), sp.Attrs)
+		if sp.Error {
+			s.Status().SetCode(ptrace.StatusCodeError)
+			s.Status().SetMessage(sp.Message)
+		}
+	}
+	body, err := gzipped(ptraceotlp.NewExportRequestFromTraces(td).MarshalProto())
+	if err != nil {
+		return nil, fmt.Errorf("encode otlp traces: %w", err)
+	}
+	return body, nil
 }
 
 func gzipped(raw []byte, err error) ([]byte, error) {

@@ -292,30 +292,18 @@ func (s *service) request(w *world, rp *replica, at int64, mu float64, p profile
 	tid := w.traceID()
 	st := at * 1e6
 	ns := func(sec float64) int64 { return st + int64(sec*1e9) }
-	rootID, clientID, serverID := w.spanID(), w.spanID(), w.spanID()
 	route := "/v1/chat/completions"
 	if strings.HasPrefix(s.name, "embed") {
 		route = "/v1/embeddings"
 	}
-	http := []Label{{Name: "http.request.method", Value: "POST"}, {Name: "http.route", Value: route}, {Name: "http.response.status_code", Value: strconv.Itoa(code)},
-		{Name: "gen_ai.request.model", Value: s.model}, {Name: "model_version", Value: rp.version}}
 	msg := ""
 	if failed {
 		msg = "RuntimeError: shape '[1, 32, -1, 128]' is invalid for input of size 262144"
 	}
-	w.data.Spans = append(w.data.Spans,
-		Span{Trace: tid, ID: rootID, Name: "POST " + route, Kind: KindServer, Start: st, End: ns(lat + 0.006), Error: failed, Attrs: http, Resource: s.router.res},
-		Span{Trace: tid, ID: clientID, Parent: rootID, Name: "POST", Kind: KindClient, Start: ns(0.001), End: ns(lat + 0.005), Error: failed,
-			Attrs: []Label{{Name: "server.address", Value: rp.pod}, {Name: "http.response.status_code", Value: strconv.Itoa(code)}}, Resource: s.router.res},
-		Span{Trace: tid, ID: serverID, Parent: clientID, Name: "POST " + route, Kind: KindServer, Start: ns(0.002), End: ns(lat + 0.004), Error: failed, Message: msg,
-			Attrs: http, Resource: rp.api},
-		Span{Trace: tid, ID: w.spanID(), Parent: serverID, Name: "prefill", Kind: KindInternal, Start: ns(0.003), End: ns(0.003 + ttft),
-			Attrs: []Label{{Name: "gen_ai.usage.input_tokens", Value: strconv.Itoa(int(s.promptTok))}}, Resource: rp.worker},
-	)
-	if !failed {
-		w.data.Spans = append(w.data.Spans, Span{Trace: tid, ID: w.spanID(), Parent: serverID, Name: "decode", Kind: KindInternal,
-			Start: ns(0.003 + ttft), End: ns(lat + 0.003), Attrs: []Label{{Name: "gen_ai.usage.output_tokens", Value: strconv.Itoa(int(s.genTok))}}, Resource: rp.worker})
-	}
+	var serverID SpanID
+	w.data.Spans, serverID = InferenceCall{Trace: tid, Start: st, Latency: lat, TTFT: ttft, Route: route, Model: s.model, Version: rp.version, Pod: rp.pod,
+		PromptTokens: int(s.promptTok), GenTokens: int(s.genTok), Failed: failed, Message: msg,
+		Router: s.router.res, API: rp.api, Worker: rp.worker}.AppendSpans(w.data.Spans, w.spanID)
 	reqID := "chatcmpl-" + hexID(tid[:6])
 	sev, line := "INFO", fmt.Sprintf("Finished request %s: prompt_tokens=%d generation_tokens=%d e2e=%.3fs ttft=%.3fs", reqID, int(s.promptTok), int(s.genTok), lat, ttft)
 	if failed {

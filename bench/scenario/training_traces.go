@@ -17,43 +17,13 @@ func (r *trainRun) traceStep(w *world, t int64) {
 		return
 	}
 	r.nextTrace += r.traceEvery
-	tid := w.traceID()
 	end := t * 1e6
-	st := end - int64(r.stepT*1e9)
-	root := w.spanID()
-	step := strconv.Itoa(int(r.step))
-	w.data.Spans = append(w.data.Spans, Span{Trace: tid, ID: root, Name: "train_step", Kind: KindInternal, Start: st, End: end,
-		Attrs: []Label{{Name: "run_id", Value: r.id}, {Name: "step", Value: step}, {Name: "world_size", Value: strconv.Itoa(len(r.ranks))}}, Resource: r.ranks[0].res})
-	var barrier float64
-	for i := range r.ranks {
-		barrier = max(barrier, r.waitT[i]+0.92*r.computeT[i])
-	}
-	comm := commShare * r.baseStep
+	ts := TrainingStep{Trace: w.traceID(), Start: end - int64(r.stepT*1e9), End: end, RunID: r.id, Step: int(r.step), Seq: r.seq,
+		Comm: commShare * r.baseStep, Root: r.ranks[0].res, Ranks: make([]StepRank, len(r.ranks))}
 	for i, rk := range r.ranks {
-		if rk.dead {
-			continue
-		}
-		c, wt := r.computeT[i], r.waitT[i]
-		sec := func(s float64) int64 { return st + int64(s*1e9) }
-		phases := []struct {
-			name     string
-			from, to float64
-		}{
-			{"dataloader.next", 0, wt},
-			{"forward", wt, wt + 0.34*c},
-			{"backward", wt + 0.34*c, wt + 0.92*c},
-			{"nccl:all_reduce", wt + 0.92*c, barrier + comm},
-			{"optimizer.step", barrier + comm, barrier + comm + 0.08*c},
-		}
-		for _, p := range phases {
-			attrs := []Label{{Name: "rank", Value: strconv.Itoa(i)}, {Name: "step", Value: step}}
-			if p.name == "nccl:all_reduce" {
-				attrs = append(attrs, Label{Name: "nccl.op", Value: "ALLREDUCE"}, Label{Name: "nccl.seq", Value: strconv.Itoa(r.seq)})
-			}
-			w.data.Spans = append(w.data.Spans, Span{Trace: tid, ID: w.spanID(), Parent: root, Name: p.name, Kind: KindInternal,
-				Start: sec(p.from), End: min(sec(p.to), end), Attrs: attrs, Resource: rk.res})
-		}
+		ts.Ranks[i] = StepRank{Resource: rk.res, Wait: r.waitT[i], Compute: r.computeT[i], Dead: rk.dead}
 	}
+	w.data.Spans = ts.AppendSpans(w.data.Spans, w.spanID)
 	r.seq++
 }
 

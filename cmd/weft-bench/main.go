@@ -38,6 +38,8 @@ type options struct {
 	keepData                                                           bool
 	mode                                                               string
 	logLines, logBatch                                                 int
+	traceSpans                                                         int
+	traceEnd                                                           string
 }
 
 func main() {
@@ -49,12 +51,14 @@ func main() {
 	}
 	var o options
 	fs := flag.NewFlagSet("weft-bench", flag.ExitOnError)
-	fs.StringVar(&o.mode, "mode", "metrics", "metrics (weft, Prometheus, VictoriaMetrics) or logs (weft, VictoriaLogs; see bench/logs_run.go)")
+	fs.StringVar(&o.mode, "mode", "metrics", "metrics (weft, Prometheus, VictoriaMetrics), logs (weft, VictoriaLogs; see bench/logs_run.go) or traces (weft, Jaeger; bench/traces_run.go)")
+	fs.IntVar(&o.traceSpans, "trace-spans", 0, "traces mode: override the number of generated spans")
+	fs.StringVar(&o.traceEnd, "trace-end", "", "traces mode: end of the generated window (RFC 3339; default: this minute)")
 	fs.IntVar(&o.logLines, "log-lines", 0, "logs mode: override the number of generated lines")
 	fs.IntVar(&o.logBatch, "log-lines-per-push", 0, "logs mode: override the lines per push request")
 	fs.StringVar(&o.scale, "scale", "small", "workload scale: tiny, small, medium (1M active series) or large")
-	fs.StringVar(&o.systems, "systems", defaultSystems, "systems to run, in order (logs mode: weft,victorialogs)")
-	fs.StringVar(&o.peerBin, "peer-bin", ".build/bin", "directory with the prometheus and victoria-metrics binaries")
+	fs.StringVar(&o.systems, "systems", defaultSystems, "systems to run, in order (logs mode: weft,victorialogs; traces mode: weft,jaeger)")
+	fs.StringVar(&o.peerBin, "peer-bin", ".build/bin", "directory with the peer binaries (prometheus, victoria-metrics, victoria-logs, jaeger)")
 	fs.StringVar(&o.weftBin, "weft-bin", "bin/weft", "weft binary")
 	fs.StringVar(&o.kfakeBin, "kfake-bin", "bin/weft-kfake", "weft-kfake binary (the broker of system weft-cluster)")
 	fs.StringVar(&o.weftArgs, "weft-args", bench.DefaultWeftArgs, "weft command line; {data} and {addr} are replaced")
@@ -80,8 +84,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	runf := run
-	if o.mode == "logs" {
+	switch o.mode {
+	case "logs":
 		runf = runLogs
+	case "traces":
+		runf = runTraces
 	}
 	if err := runf(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "weft-bench:", err)

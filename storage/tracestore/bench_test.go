@@ -95,3 +95,30 @@ func BenchmarkFindTraceByID(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindTraceByIDHead looks up random traces among 20,000 still in
+// the head (not sealed yet): what a lookup right after a burst of ingest
+// costs.
+func BenchmarkFindTraceByIDHead(b *testing.B) {
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	tdb := openTestDB(b, b.TempDir())
+	defer tdb.close(b)
+	s := openTestStore(b, tdb, testOptions(c))
+	traces := genTraces(rand.New(rand.NewPCG(3, 4)), 20000, c.t, time.Hour)
+	for i := 0; i < len(traces); i += 500 {
+		var batch []traceentry.Span
+		for _, tr := range traces[i : i+500] {
+			batch = append(batch, tr.Spans...)
+		}
+		push(b, s, batch)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		tr, err := s.FindTraceByID(context.Background(), traces[rng.IntN(len(traces))].TraceID, 0, 0)
+		if err != nil || tr == nil {
+			b.Fatal(err)
+		}
+	}
+}

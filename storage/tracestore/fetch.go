@@ -60,20 +60,36 @@ type ReadStats struct {
 	SkippedTraceParts int   // trace parts ruled out by the hints
 }
 
-func (s *Store) newView(withHead bool) (*view, error) {
+// newView takes a view with the whole head in it (sorted newest first).
+func (s *Store) newView(withHead bool) (*view, error) { return s.takeView(withHead, nil) }
+
+// newTraceView takes a view whose head part is trace id's alone: a lookup
+// by ID copies one head trace, not the whole head.
+func (s *Store) newTraceView(id traceentry.TraceID) (*view, error) { return s.takeView(true, &id) }
+
+func (s *Store) takeView(withHead bool, only *traceentry.TraceID) (*view, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
 	v := &view{s: s}
 	s.mu.RLock()
-	if withHead {
+	add := func(ht *headTrace) {
+		hv := headView{id: ht.id, spans: ht.spans[:len(ht.spans):len(ht.spans)]}
+		p := part{spans: hv.spans}
+		hv.start, hv.end = p.timeRange()
+		v.head = append(v.head, hv)
+	}
+	switch {
+	case withHead && only != nil:
+		v.byID = make(map[traceentry.TraceID]int, 1)
+		if ht, ok := s.head[*only]; ok {
+			add(ht)
+		}
+	case withHead:
 		v.head = make([]headView, 0, len(s.head))
 		v.byID = make(map[traceentry.TraceID]int, len(s.head))
 		for _, ht := range s.head {
-			hv := headView{id: ht.id, spans: ht.spans[:len(ht.spans):len(ht.spans)]}
-			p := part{spans: hv.spans}
-			hv.start, hv.end = p.timeRange()
-			v.head = append(v.head, hv)
+			add(ht)
 		}
 	}
 	v.blocks = slices.Clone(s.blocks)
@@ -239,7 +255,7 @@ func (s *Store) FindTraceByID(ctx context.Context, id traceentry.TraceID, start,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := s.newView(true)
+	v, err := s.newTraceView(id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/weftdb/weft/investigate"
+)
+
+// Investigator answers weft's investigation API (docs/investigation.md):
+// *investigate.Investigator. Safe for concurrent use.
+type Investigator interface {
+	Context(ctx context.Context, selector string, start, end time.Time) (*investigate.WorkloadContext, error)
+	Investigate(ctx context.Context, s investigate.Symptom) (*investigate.Report, error)
+}
+
+// contextWindow is the default range of the investigation endpoints.
+const contextWindow = time.Hour
+
+// investigateRoutes mounts /weft/api/v1/{context,investigate}; without an
+// Investigator they answer that investigation is unavailable.
+func investigateRoutes(opts Options) []route {
+	h := &investigateAPI{iv: opts.Investigate, logger: opts.Logger, now: time.Now}
+	return []route{
+		{pattern: "GET /weft/api/v1/context", name: "/weft/api/v1/context", ready: true, h: http.HandlerFunc(h.context)},
+		{pattern: "POST /weft/api/v1/context", name: "/weft/api/v1/context", ready: true, h: http.HandlerFunc(h.context)},
+		{pattern: "GET /weft/api/v1/investigate", name: "/weft/api/v1/investigate", ready: true, h: http.HandlerFunc(h.investigate)},
+		{pattern: "POST /weft/api/v1/investigate", name: "/weft/api/v1/investigate", ready: true, h: http.HandlerFunc(h.investigate)},
+	}
+}
+
+type investigateAPI struct {
+	iv     Investigator
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+var errNoInvestigator = errors.New("investigation is not available on this server")
+
+// form parses the request's form and checks the server can investigate.
+func (h *investigateAPI) form(w http.ResponseWriter, r *http.Request) bool {
+	if h.iv == nil {
+		respondError(w, h.logger, errorUnavailable, errNoInvestigator)
+		return false
+	}
+	if err := r.ParseForm(); err != nil {
+		respondError(w, h.logger, errorBadData, fmt.Errorf("parse form: %w", err))
+		return false
+	}
+	return true
+}
+
+// window reads start and end (unix seconds or RFC 3339); end defaults to
+// now, start to an hour before end.
+func (h *investigateAPI) window(r *http.Request) (time.Time, time.Time, error) {
+	end := h.now()
+	if s := r.Form.Get("end"); s != "" {
+		t, err := parseAPITime(s)
+		if err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("end: %w", err)
+		}
+		end = t
+	}
+	start := end.Add(-contextWindow)
+	if s := r.Form.Get("start"); s != "" {
+		t, err := parseAPITime(s)
+		if err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("start: %w", err)
+		}
+		start = t
+	}
+	if end.Before(start) {
+		return time.Time{}, time.Time{}, errors.New("end is before start")
+	}
+	return start, end, nil
+}
+
+// fail answers err: 400 for the caller's mistakes.
+func (h *investigateAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, investigate.ErrInvalid):
+		respondError(w, h.logger, errorBadData, err)
+	case errors.Is(err, investigate.ErrTooMany):
+		respondError(w, h.logger, errorExec, err)
+	default:
+		respondError(w, h.logger, errorForContext(r, err), err)
+	}
+}
+
+// context serves GET /weft/api/v1/context?match=<selector>&start&end.
+func (h *investigateAPI) context(w http.ResponseWriter, r *http.Request) {
+	if !h.form(w, r) {
+		return
+	}
+	start, end, err := h.window(r)
+	if err != nil {
+		respondError(w, h.logger, errorBadData, err)
+		return
+	}
+	sel := r.Form.Get("match")
+	if sel == "" {
+		respondError(w, h.logger, errorBadData, errors.New("match: a selector is required, for example {run_id=\"r42\"}"))
+		return
+	}
+	wc, err := h.iv.Context(r.Context(), sel, start, end)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	respond(w, h.logger, wc)
+}
+
+// investigate serves /weft/api/v1/investigate: selector, query,
+// log_query, alert (a JSON object of labels) and time.
+func (h *investigateAPI) investigate(w http.ResponseWriter, r *http.Request) {
+	if !h.form(w, r) {
+		return
+	}
+	s := investigate.Symptom{Selector: r.Form.Get("selector"), Query: r.Form.Get("query"), LogQuery: r.Form.Get("log_query"), Time: h.now()}
+	if a := r.Form.Get("alert"); a != "" {
+		if err := json.Unmarshal([]byte(a), &s.Alert); err != nil {
+			respondError(w, h.logger, errorBadData, fmt.Errorf("alert: a JSON object of labels: %w", err))
+			return
+		}
+	}
+	if t := r.Form.Get("time"); t != "" {
+		at, err := parseAPITime(t)
+		if err != nil {
+			respondError(w, h.logger, errorBadData, fmt.Errorf("time: %w", err))
+			return
+		}
+		s.Time = at
+	}
+	rep, err := h.iv.Investigate(r.Context(), s)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	respond(w, h.logger, rep)
+}

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/weftdb/weft/investigate"
 )
@@ -17,6 +21,7 @@ import (
 type Investigator interface {
 	Context(ctx context.Context, selector string, start, end time.Time) (*investigate.WorkloadContext, error)
 	Investigate(ctx context.Context, s investigate.Symptom) (*investigate.Report, error)
+	Spread(ctx context.Context, r investigate.SpreadRequest) (*investigate.Spread, error)
 }
 
 // contextWindow is the default range of the investigation endpoints.
@@ -31,6 +36,8 @@ func investigateRoutes(opts Options) []route {
 		{pattern: "POST /weft/api/v1/context", name: "/weft/api/v1/context", ready: true, h: http.HandlerFunc(h.context)},
 		{pattern: "GET /weft/api/v1/investigate", name: "/weft/api/v1/investigate", ready: true, h: http.HandlerFunc(h.investigate)},
 		{pattern: "POST /weft/api/v1/investigate", name: "/weft/api/v1/investigate", ready: true, h: http.HandlerFunc(h.investigate)},
+		{pattern: "GET /weft/api/v1/spread", name: "/weft/api/v1/spread", ready: true, h: http.HandlerFunc(h.spread)},
+		{pattern: "POST /weft/api/v1/spread", name: "/weft/api/v1/spread", ready: true, h: http.HandlerFunc(h.spread)},
 	}
 }
 
@@ -142,4 +149,43 @@ func (h *investigateAPI) investigate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond(w, h.logger, rep)
+}
+
+// spread serves /weft/api/v1/spread: match, metric, by (gpu, rank,
+// node), time, window (a duration), threshold.
+func (h *investigateAPI) spread(w http.ResponseWriter, r *http.Request) {
+	if !h.form(w, r) {
+		return
+	}
+	req := investigate.SpreadRequest{Selector: r.Form.Get("match"), Metric: r.Form.Get("metric"), By: r.Form.Get("by"), Time: h.now()}
+	if t := r.Form.Get("time"); t != "" {
+		at, err := parseAPITime(t)
+		if err != nil {
+			respondError(w, h.logger, errorBadData, fmt.Errorf("time: %w", err))
+			return
+		}
+		req.Time = at
+	}
+	if s := r.Form.Get("window"); s != "" {
+		d, err := model.ParseDuration(s)
+		if err != nil || d <= 0 {
+			respondError(w, h.logger, errorBadData, fmt.Errorf("window %q: a positive duration such as 5m", s))
+			return
+		}
+		req.Window = time.Duration(d)
+	}
+	if s := r.Form.Get("threshold"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			respondError(w, h.logger, errorBadData, fmt.Errorf("threshold %q: a positive number", s))
+			return
+		}
+		req.Threshold = f
+	}
+	sp, err := h.iv.Spread(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	respond(w, h.logger, sp)
 }

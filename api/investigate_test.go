@@ -20,6 +20,7 @@ type fakeInvestigator struct {
 	sel        string
 	start, end time.Time
 	sym        investigate.Symptom
+	spread     investigate.SpreadRequest
 }
 
 func (f *fakeInvestigator) Context(_ context.Context, sel string, start, end time.Time) (*investigate.WorkloadContext, error) {
@@ -36,6 +37,14 @@ func (f *fakeInvestigator) Investigate(_ context.Context, s investigate.Symptom)
 	}
 	f.sym = s
 	return &investigate.Report{Causes: []investigate.Cause{{Rank: 1, Kind: investigate.KindNVLink, Summary: "node-6 NVLink degradation"}}}, nil
+}
+
+func (f *fakeInvestigator) Spread(_ context.Context, r investigate.SpreadRequest) (*investigate.Spread, error) {
+	if r.Selector == "bad" {
+		return nil, fmt.Errorf("%w: bad selector", investigate.ErrInvalid)
+	}
+	f.spread = r
+	return &investigate.Spread{By: r.By, Outliers: []investigate.SpreadMember{{Key: "21", Z: 9}}}, nil
 }
 
 func TestInvestigateRoutes(t *testing.T) {
@@ -81,6 +90,16 @@ func TestInvestigateRoutes(t *testing.T) {
 	for _, q := range []url.Values{{"selector": {"bad"}}, {"alert": {"[1]"}}, {"selector": {"{a=\"b\"}"}, "time": {"soon"}}} {
 		if code, body := get("/weft/api/v1/investigate", q); code != 400 || body["errorType"] != "bad_data" {
 			t.Errorf("investigate %v: %d %v, want 400 bad_data", q, code, body)
+		}
+	}
+
+	code, body = get("/weft/api/v1/spread", url.Values{"match": {`{run_id="r42"}`}, "metric": {"training_step_compute_seconds"}, "by": {"rank"}, "window": {"3m"}, "threshold": {"4"}})
+	if code != 200 || f.spread.Window != 3*time.Minute || f.spread.Threshold != 4 || f.spread.By != "rank" || f.spread.Metric != "training_step_compute_seconds" {
+		t.Fatalf("spread: %d %v; asked %+v", code, body, f.spread)
+	}
+	for _, q := range []url.Values{{"match": {"bad"}}, {"window": {"-1m"}}, {"threshold": {"NaN"}}, {"time": {"x"}}} {
+		if code, body := get("/weft/api/v1/spread", q); code != 400 || body["errorType"] != "bad_data" {
+			t.Errorf("spread %v: %d %v, want 400 bad_data", q, code, body)
 		}
 	}
 

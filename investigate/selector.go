@@ -5,9 +5,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/query"
@@ -165,4 +168,39 @@ func traceOp(t labels.MatchType) string {
 		return "!~"
 	}
 	return "="
+}
+
+type vectorSelector = parser.VectorSelector
+
+func newParser() parser.Parser { return query.NewParser() }
+
+// addMatchers adds ms to every vector selector of expr that does not
+// match their names already.
+func addMatchers(expr parser.Expr, ms []*labels.Matcher) {
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, m := range ms {
+			if m.Name == labels.MetricName {
+				continue
+			}
+			dup := false
+			for _, o := range vs.LabelMatchers {
+				if o.Name == m.Name {
+					dup = true
+				}
+			}
+			if !dup {
+				vs.LabelMatchers = append(vs.LabelMatchers, m)
+			}
+		}
+		return nil
+	})
+}
+
+// promDuration writes d as PromQL does (5m, 90s).
+func promDuration(d time.Duration) string {
+	return model.Duration(d).String()
 }

@@ -22,6 +22,7 @@ type Investigator interface {
 	Context(ctx context.Context, selector string, start, end time.Time) (*investigate.WorkloadContext, error)
 	Investigate(ctx context.Context, s investigate.Symptom) (*investigate.Report, error)
 	Spread(ctx context.Context, r investigate.SpreadRequest) (*investigate.Spread, error)
+	Pivot(ctx context.Context, r investigate.PivotRequest) (*investigate.PivotAnswer, error)
 }
 
 // contextWindow is the default range of the investigation endpoints.
@@ -36,6 +37,8 @@ func investigateRoutes(opts Options) []route {
 		{pattern: "POST /weft/api/v1/context", name: "/weft/api/v1/context", ready: true, h: http.HandlerFunc(h.context)},
 		{pattern: "GET /weft/api/v1/investigate", name: "/weft/api/v1/investigate", ready: true, h: http.HandlerFunc(h.investigate)},
 		{pattern: "POST /weft/api/v1/investigate", name: "/weft/api/v1/investigate", ready: true, h: http.HandlerFunc(h.investigate)},
+		{pattern: "GET /weft/api/v1/pivot", name: "/weft/api/v1/pivot", ready: true, h: http.HandlerFunc(h.pivot)},
+		{pattern: "POST /weft/api/v1/pivot", name: "/weft/api/v1/pivot", ready: true, h: http.HandlerFunc(h.pivot)},
 		{pattern: "GET /weft/api/v1/spread", name: "/weft/api/v1/spread", ready: true, h: http.HandlerFunc(h.spread)},
 		{pattern: "POST /weft/api/v1/spread", name: "/weft/api/v1/spread", ready: true, h: http.HandlerFunc(h.spread)},
 	}
@@ -188,4 +191,33 @@ func (h *investigateAPI) spread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond(w, h.logger, sp)
+}
+
+// pivot serves /weft/api/v1/pivot: one of series (a selector), stream (a
+// LogQL stream selector), alert (JSON labels), resource (a span's resource
+// attributes as JSON), and start, end.
+func (h *investigateAPI) pivot(w http.ResponseWriter, r *http.Request) {
+	if !h.form(w, r) {
+		return
+	}
+	start, end, err := h.window(r)
+	if err != nil {
+		respondError(w, h.logger, errorBadData, err)
+		return
+	}
+	req := investigate.PivotRequest{Series: r.Form.Get("series"), Stream: r.Form.Get("stream"), Start: start, End: end}
+	for name, dst := range map[string]*map[string]string{"alert": &req.Alert, "resource": &req.Resource} {
+		if v := r.Form.Get(name); v != "" {
+			if err := json.Unmarshal([]byte(v), dst); err != nil {
+				respondError(w, h.logger, errorBadData, fmt.Errorf("%s: a JSON object of strings: %w", name, err))
+				return
+			}
+		}
+	}
+	ans, err := h.iv.Pivot(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	respond(w, h.logger, ans)
 }

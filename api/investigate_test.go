@@ -21,6 +21,7 @@ type fakeInvestigator struct {
 	start, end time.Time
 	sym        investigate.Symptom
 	spread     investigate.SpreadRequest
+	pivot      investigate.PivotRequest
 }
 
 func (f *fakeInvestigator) Context(_ context.Context, sel string, start, end time.Time) (*investigate.WorkloadContext, error) {
@@ -45,6 +46,14 @@ func (f *fakeInvestigator) Spread(_ context.Context, r investigate.SpreadRequest
 	}
 	f.spread = r
 	return &investigate.Spread{By: r.By, Outliers: []investigate.SpreadMember{{Key: "21", Z: 9}}}, nil
+}
+
+func (f *fakeInvestigator) Pivot(_ context.Context, r investigate.PivotRequest) (*investigate.PivotAnswer, error) {
+	if r.Series == "bad" {
+		return nil, fmt.Errorf("%w: bad selector", investigate.ErrInvalid)
+	}
+	f.pivot = r
+	return &investigate.PivotAnswer{From: r.Resource, Pivots: []investigate.Pivot{{Key: "run_id", Value: "r42"}}}, nil
 }
 
 func TestInvestigateRoutes(t *testing.T) {
@@ -100,6 +109,16 @@ func TestInvestigateRoutes(t *testing.T) {
 	for _, q := range []url.Values{{"match": {"bad"}}, {"window": {"-1m"}}, {"threshold": {"NaN"}}, {"time": {"x"}}} {
 		if code, body := get("/weft/api/v1/spread", q); code != 400 || body["errorType"] != "bad_data" {
 			t.Errorf("spread %v: %d %v, want 400 bad_data", q, code, body)
+		}
+	}
+
+	code, body = get("/weft/api/v1/pivot", url.Values{"resource": {`{"ai.run.id":"r42"}`}})
+	if code != 200 || f.pivot.Resource["ai.run.id"] != "r42" || f.pivot.End.Sub(f.pivot.Start) != time.Hour {
+		t.Fatalf("pivot: %d %v; asked %+v", code, body, f.pivot)
+	}
+	for _, q := range []url.Values{{"series": {"bad"}}, {"alert": {"1"}}, {"resource": {`{"a":1}`}}} {
+		if code, body := get("/weft/api/v1/pivot", q); code != 400 || body["errorType"] != "bad_data" {
+			t.Errorf("pivot %v: %d %v, want 400 bad_data", q, code, body)
 		}
 	}
 

@@ -127,6 +127,45 @@ func TestContext(t *testing.T) {
 		t.Logf("walk-through: %s (score %.2f), symptom %s at %s", invAns.Data.Causes[0].Summary, invAns.Data.Causes[0].Score, invAns.Data.Symptom.Class, invAns.Data.Symptom.Onset)
 	}
 
+	// Pivots: from a GPU series to its run, its GPU and its node; from
+	// the node's kernel log to the node's GPU series; from a span's
+	// resource to the run.
+	pv, err := r.iv.Pivot(context.Background(), investigate.PivotRequest{Series: `DCGM_FI_DEV_GPU_TEMP{Hostname="node-6", gpu="3"}`, Start: start, End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]investigate.Pivot{}
+	for _, p := range pv.Pivots {
+		keys[p.Key] = p
+	}
+	if keys["run_id"].Value != run || keys["run_id"].Streams != wantStreams || keys["run_id"].Series != wantSeries ||
+		keys["node"].Value != "node-6" || keys["node"].Streams == 0 || keys["gpu_uuid"].Series == 0 {
+		t.Errorf("pivot from a GPU series: %+v", pv)
+	}
+	pv, err = r.iv.Pivot(context.Background(), investigate.PivotRequest{Stream: `{job="kmsg", node="node-6"}`, Start: start, End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodePivot := investigate.Pivot{}
+	for _, p := range pv.Pivots {
+		if p.Key == "node" {
+			nodePivot = p
+		}
+	}
+	if nodePivot.Value != "node-6" || nodePivot.Series < 8*30 {
+		t.Errorf("pivot from the kernel log: %+v", pv)
+	}
+	pv, err = r.iv.Pivot(context.Background(), investigate.PivotRequest{Resource: map[string]string{"ai.run.id": run, "host.name": "node-6", "service.name": "trainer"}, Start: start, End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pv.Pivots) < 3 || pv.Pivots[0].Key != "run_id" || pv.Pivots[0].Series != wantSeries || pv.From["node"] != "node-6" {
+		t.Errorf("pivot from a span: %+v", pv)
+	}
+	if _, err := r.iv.Pivot(context.Background(), investigate.PivotRequest{Series: `{run_id="nope"}`, Start: start, End: end}); !errors.Is(err, investigate.ErrInvalid) {
+		t.Errorf("pivot from nothing: %v", err)
+	}
+
 	// Bad input is the caller's.
 	for _, sel := range []string{"", "{", `{run_id=~"("}`} {
 		if _, err := r.iv.Context(context.Background(), sel, start, end); err == nil || !errors.Is(err, investigate.ErrInvalid) {

@@ -165,6 +165,10 @@ type Options struct {
 	// OTLPLogs, RemoteWrite and Loki. Default workload.DefaultOptions();
 	// empty Rules turn context labels off.
 	Workload workload.Options
+	// Investigate answers /weft/api/v1/context, investigate, spread,
+	// pivot and incidents (investigate.go, docs/investigation.md); nil
+	// answers that investigation is unavailable.
+	Investigate Investigator
 	// Rules answers /api/v1/rules, /api/v1/alerts, /api/v1/alertmanagers
 	// and the Loki ruler endpoints (rules*.go); nil answers no rules.
 	Rules RuleReader

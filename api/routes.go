@@ -78,6 +78,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	// the UI at "/": every path no other route takes.
 	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality", name: "/weft/api/v1/cardinality", ready: true,
 		h: &cardinalityHandler{store: opts.Storage, card: opts.Cardinality, logger: opts.Logger, now: time.Now}})
+	rs = append(rs, investigateRoutes(opts)...) // context, investigate (investigate.go)
 	if opts.UI != nil {
 		rs = append(rs, route{pattern: "/", name: "/", h: opts.UI})
 	}

@@ -56,7 +56,10 @@ var layers = []layer{
 	// the single-node packages, beside api (neither imports the other).
 	{prefix: "cluster", weft: append([]string{"ingest", "query", "storage", "index"}, leaves...)},
 	{prefix: "ruler", weft: append([]string{"query", "storage", "index", "ingest"}, leaves...)},
-	{prefix: "api", weft: append([]string{"ingest", "query", "storage", "index", "proto", "ruler"}, leaves...)},
+	// Investigation (docs/investigation.md): over the index, the stores and
+	// the engines, beside the ruler; api serves it.
+	{prefix: "investigate", weft: append([]string{"query", "storage", "index", "ingest"}, leaves...), forbidden: slices.Concat(transport, config, remote)},
+	{prefix: "api", weft: append([]string{"ingest", "query", "storage", "index", "proto", "ruler", "investigate"}, leaves...)},
 	{prefix: "web", weft: []string{"api"}},
 	{prefix: "gpuagent", weft: []string{"proto"}, forbidden: config},
 	{prefix: "bench", weft: []string{"proto", "internal/gputelemetry"}},

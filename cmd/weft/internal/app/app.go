@@ -173,6 +173,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		aopts.Traces = sub.Traces()
 		aopts.StorageHealth = sub.Health // /-/ready: disk below its reserve, store failed
 	}
+	if aopts.Investigate, err = newInvestigator(sub, aopts.Engine, opts.Workload, logger); err != nil {
+		return nil, err
+	}
 	aopts.OTLPTraces.MaxRequestBytes = opts.OTLP.MaxRequestBytes
 	aopts.OTLPTraces.RetryAfter = opts.OTLP.RetryAfter
 	aopts.OTLPTraces.Logger = logger.With("component", "otlp traces")

@@ -1,0 +1,78 @@
+package investigate_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/investigate"
+	"github.com/weftdb/weft/storage"
+)
+
+// BenchmarkContext answers the workload context of a run with 10,000
+// series in a store of WEFT_CONTEXT_BENCH_SERIES (default 1,000,000)
+// series, from the index alone: the issue's bound is 50 ms.
+func BenchmarkContext(b *testing.B) {
+	total := 1_000_000
+	if s := os.Getenv("WEFT_CONTEXT_BENCH_SERIES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total = n
+	}
+	const runSeries = 10_000
+	sopts := storage.DefaultOptions()
+	sopts.Logs.MaintenanceInterval = -1
+	sopts.RetentionInterval = -1
+	sub, err := storage.OpenSubstrate(context.Background(), b.TempDir(), sopts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sub.Close() })
+	ix := sub.Index()
+	now := time.Now()
+	t := now.UnixMilli()
+	var lb labels.ScratchBuilder
+	add := func(run string, i int) {
+		lb.Reset()
+		lb.Add("__name__", "metric_"+strconv.Itoa(i%40))
+		lb.Add("gpu_uuid", "GPU-"+run+"-"+strconv.Itoa(i/40%64))
+		lb.Add("host", run+"-node-"+strconv.Itoa(i/40%64/8))
+		lb.Add("instance", strconv.Itoa(i))
+		lb.Add("job", "weft-agent")
+		lb.Add("model", "model-"+strconv.Itoa(len(run)%7))
+		lb.Add("rank", strconv.Itoa(i/40%64))
+		lb.Add("run_id", run)
+		lb.Add("team", "team-"+strconv.Itoa(len(run)%5))
+		lb.Sort()
+		if _, _, err := ix.GetOrCreate(index.KindMetric, lb.Labels(), t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range runSeries {
+		add("r42", i)
+	}
+	for i := range total - runSeries {
+		add("bg-"+strconv.Itoa(i/runSeries), i)
+	}
+	iv, err := investigate.New(investigate.Options{Index: ix, Metrics: sub.Metrics(), Logs: sub.Logs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		wc, err := iv.Context(context.Background(), `{ai_run_id="r42"}`, now.Add(-time.Hour), now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if wc.Metrics.Series != runSeries || len(wc.Context["gpu_uuid"]) != 64 {
+			b.Fatalf("%d series, %d GPUs", wc.Metrics.Series, len(wc.Context["gpu_uuid"]))
+		}
+	}
+}

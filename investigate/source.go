@@ -1,0 +1,128 @@
+package investigate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/ingest/workload"
+	"github.com/weftdb/weft/storage/logentry"
+	"github.com/weftdb/weft/storage/logstore"
+)
+
+// Index is the shared label index as investigate reads it
+// (*index.Index). Times are unix milliseconds.
+type Index interface {
+	Postings(ctx context.Context, kind index.Kind, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error)
+	Labels(id index.ID, b *labels.ScratchBuilder) (labels.Labels, bool)
+	StreamKind(id index.ID) (index.Kind, bool)
+}
+
+// Logs is the log store as investigate reads it (*logstore.Store). Times
+// are unix nanoseconds, [start, end).
+type Logs interface {
+	EachStreamTotal(ctx context.Context, start, end int64, ms []*labels.Matcher, f func(ls labels.Labels, t logstore.Stats)) error
+	Select(ctx context.Context, p logentry.SelectParams) (logentry.Iterator, error)
+}
+
+// LogWriter keeps incidents as log lines (*logstore.Store).
+type LogWriter interface {
+	Push(ctx context.Context, streams []logstore.PushStream) error
+}
+
+// Options configure an Investigator. Index is required; without Metrics
+// no series is read (Investigate, Spread answer errors), without Logs no
+// log volume or pattern is read.
+type Options struct {
+	Index   Index
+	Metrics promstorage.Queryable
+	// Engine evaluates a symptom given as a PromQL expression over
+	// Metrics; nil: only selectors are accepted as symptoms.
+	Engine promql.QueryEngine
+	Logs   Logs
+	// Incidents is where investigations and alerts are kept; nil keeps
+	// none.
+	Incidents LogWriter
+	// Workload resolves aliases in selectors (ai_run_id → run_id); nil:
+	// workload.MustDefault().
+	Workload *workload.Mapping
+	Logger   *slog.Logger
+
+	// MaxSeries bounds the series one call reads (candidates of an
+	// investigation, a spread). Default 50,000.
+	MaxSeries int
+	// Baseline is the window before a symptom's onset a series is
+	// compared with. Default 20 minutes.
+	Baseline time.Duration
+	// Lead is how long before the symptom's onset a cause may begin.
+	// Default 10 minutes.
+	Lead time.Duration
+	// Step is the resolution series are read at. Default 15 s.
+	Step time.Duration
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions are the defaults of every field but the sources.
+func DefaultOptions() Options {
+	return Options{MaxSeries: 50_000, Baseline: 20 * time.Minute, Lead: 10 * time.Minute, Step: 15 * time.Second, Now: time.Now}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.MaxSeries <= 0 {
+		o.MaxSeries = d.MaxSeries
+	}
+	if o.Baseline <= 0 {
+		o.Baseline = d.Baseline
+	}
+	if o.Lead <= 0 {
+		o.Lead = d.Lead
+	}
+	if o.Step <= 0 {
+		o.Step = d.Step
+	}
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	if o.Workload == nil {
+		o.Workload = workload.MustDefault()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Investigator answers the package's questions. Safe for concurrent use.
+type Investigator struct {
+	opts Options
+}
+
+// Errors. ErrInvalid wraps every error caused by the caller's input (the
+// API answers 400 with it).
+var (
+	ErrInvalid     = errors.New("invalid request")
+	ErrUnavailable = errors.New("not available")
+	ErrTooMany     = errors.New("too many series")
+)
+
+// New returns an Investigator over opts' sources.
+func New(opts Options) (*Investigator, error) {
+	if opts.Index == nil {
+		return nil, fmt.Errorf("investigate: %w: no index", ErrUnavailable)
+	}
+	return &Investigator{opts: opts.withDefaults()}, nil
+}
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+}

@@ -183,9 +183,13 @@ type Options struct {
 	// clean_tombstones), like Prometheus' --web.enable-admin-api. Default
 	// false.
 	EnableAdmin bool
-	// CORSOrigin is a regular expression of allowed CORS origins; default
-	// ".*" as in Prometheus.
+	// CORSOrigin is a regular expression of the origins whose browser
+	// pages may read weft's answers (CORS). Default "": CORS is off, no
+	// origin is allowed (Prometheus' -web.cors.origin defaults to ".*").
 	CORSOrigin string
+	// TrustedOrigins ("scheme://host[:port]") may send state-changing
+	// requests from a browser page of another origin (crosssite.go).
+	TrustedOrigins []string
 	// BuildInfo is reported by status/buildinfo.
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).
@@ -210,7 +214,6 @@ type Options struct {
 // Engine still have to be set.
 func DefaultOptions() Options {
 	return Options{
-		CORSOrigin:    ".*",
 		LookbackDelta: query.DefaultLookbackDelta,
 		QueryTimeout:  query.DefaultTimeout,
 		RemoteWrite:   DefaultRemoteWriteOptions(),

@@ -69,9 +69,6 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = def.ShutdownTimeout
 	}
-	if opts.CORSOrigin == "" {
-		opts.CORSOrigin = def.CORSOrigin
-	}
 	if opts.QueryMaxConcurrency <= 0 {
 		opts.QueryMaxConcurrency = def.QueryMaxConcurrency
 	}
@@ -191,6 +188,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.OTLPLogs.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
+	if aopts.TrustedOrigins, err = trustedOrigins(opts); err != nil {
+		return nil, err
+	}
 	aopts.BuildInfo = opts.BuildInfo
 	aopts.Flags = opts.Flags
 	aopts.ConfigYAML = opts.ConfigYAML

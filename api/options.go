@@ -187,6 +187,9 @@ type Options struct {
 	// pages may read weft's answers (CORS). Default "": CORS is off, no
 	// origin is allowed (Prometheus' -web.cors.origin defaults to ".*").
 	CORSOrigin string
+	// Auth authenticates every request of every listener (auth.go); the
+	// zero value is no authentication.
+	Auth AuthOptions
 	// TrustedOrigins ("scheme://host[:port]") may send state-changing
 	// requests from a browser page of another origin (crosssite.go).
 	TrustedOrigins []string

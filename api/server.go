@@ -41,6 +41,8 @@ type Server struct {
 	instr *instrumentation
 	// trustedOrigins may write from a browser (crosssite.go).
 	trustedOrigins []string
+	// auth authenticates every listener's requests; nil when off.
+	auth *authenticator
 }
 
 // New builds the handlers. It starts not ready: /-/ready and the query
@@ -90,7 +92,10 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.handler, err = newCrossSiteGuard(s.mux, opts.TrustedOrigins); err != nil {
+	if s.auth, err = newAuthenticator(opts.Auth); err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.mux), opts.TrustedOrigins); err != nil {
 		return nil, err
 	}
 	s.trustedOrigins = opts.TrustedOrigins
@@ -105,7 +110,7 @@ func (s *Server) OTLPHandler() http.Handler {
 		path := "/v1/" + sig.name
 		mux.Handle(path, s.instr.wrap(path, sig)) // its own handler label, beside /otlp/v1/... of the main port
 	}
-	h, err := newCrossSiteGuard(mux, s.trustedOrigins)
+	h, err := newCrossSiteGuard(s.auth.wrapHTTP(mux), s.trustedOrigins)
 	if err != nil { // checked by New already
 		panic("BUG: " + err.Error())
 	}
@@ -122,6 +127,9 @@ func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 		maxBytes = max(maxBytes, sig.limits.maxBytes)
 	}
 	opts := append(otlpGRPCServerOptions(maxBytes, s.adm), grpc.ChainUnaryInterceptor(s.instr.unary))
+	if s.auth != nil { // after the counting: refused calls are counted too
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.auth.grpcUnary), grpc.ChainStreamInterceptor(s.auth.grpcStream))
+	}
 	g := grpc.NewServer(append(opts, extra...)...)
 	for _, sig := range s.otlp {
 		sig.register(g)

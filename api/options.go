@@ -14,6 +14,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/ingest/otlptraces"
+	"github.com/weftdb/weft/ingest/redact"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
@@ -187,6 +188,9 @@ type Options struct {
 	// pages may read weft's answers (CORS). Default "": CORS is off, no
 	// origin is allowed (Prometheus' -web.cors.origin defaults to ".*").
 	CORSOrigin string
+	// Redaction removes secrets from what every ingest path stores
+	// (ingest/redact); no rules redact nothing.
+	Redaction redact.Options
 	// Auth authenticates every request of every listener (auth.go); the
 	// zero value is no authentication.
 	Auth AuthOptions

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/cmd/weft/internal/app"
+	"github.com/weftdb/weft/ingest/redact"
 )
 
 // securityConfig is the security: block of the configuration file: TLS and
@@ -29,6 +30,17 @@ type securityConfig struct {
 	Users *map[string]userConfig `yaml:"users"`
 	// BearerTokens are the accepted bearer tokens.
 	BearerTokens *[]tokenConfig `yaml:"bearer_tokens"`
+	// Redaction are the rules that remove secrets at ingest.
+	Redaction *[]redactionRule `yaml:"redaction"`
+}
+
+// redactionRule is one entry of security.redaction (ingest/redact.Rule).
+type redactionRule struct {
+	Name        string   `yaml:"name,omitempty"`
+	Builtin     string   `yaml:"builtin,omitempty"`
+	Regex       string   `yaml:"regex,omitempty"`
+	Replacement string   `yaml:"replacement,omitempty"`
+	Targets     []string `yaml:"targets,omitempty"`
 }
 
 // userConfig is one entry of security.users.
@@ -62,6 +74,19 @@ func (c *securityConfig) apply(opts *app.Options) error {
 		so.Users = map[string]app.UserSettings{}
 		for name, u := range *c.Users {
 			so.Users[name] = app.UserSettings{Tenant: u.Tenant, Admin: u.Admin}
+		}
+	}
+	if c.Redaction != nil {
+		so.Redaction = nil
+		for _, r := range *c.Redaction {
+			rule := redact.Rule{Name: r.Name, Builtin: r.Builtin, Regex: r.Regex, Replacement: r.Replacement}
+			for _, t := range r.Targets {
+				rule.Targets = append(rule.Targets, redact.Target(t))
+			}
+			so.Redaction = append(so.Redaction, rule)
+		}
+		if _, err := redact.New(redact.Options{Rules: so.Redaction}); err != nil {
+			return fmt.Errorf("redaction: %w", err)
 		}
 	}
 	if c.BearerTokens != nil {
@@ -134,4 +159,13 @@ func (c *securityConfig) export(opts app.Options) {
 		tokens = append(tokens, tc)
 	}
 	c.BearerTokens = &tokens
+	rules := []redactionRule{}
+	for _, r := range so.Redaction {
+		rr := redactionRule{Name: r.Name, Builtin: r.Builtin, Regex: r.Regex, Replacement: r.Replacement}
+		for _, t := range r.Targets {
+			rr.Targets = append(rr.Targets, string(t))
+		}
+		rules = append(rules, rr)
+	}
+	c.Redaction = &rules
 }

@@ -36,6 +36,11 @@ security:
     - name: admin
       token_sha256: `+hex.EncodeToString(sum[:])+`
       admin: true
+  redaction:
+    - builtin: email
+    - name: card
+      regex: '4111-\d{4}'
+      targets: [log_lines]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +61,9 @@ security:
 		so.Tokens[1].SHA256 != sum || !so.Tokens[1].Admin {
 		t.Fatalf("tokens: %+v", so.Tokens)
 	}
+	if r := so.Redaction; len(r) != 2 || r[0].Builtin != "email" || r[1].Regex != `4111-\d{4}` || len(r[1].Targets) != 1 {
+		t.Fatalf("redaction: %+v", r)
+	}
 	if strings.Contains(opts.ConfigYAML, hex.EncodeToString(sum[:])) || !strings.Contains(opts.ConfigYAML, "name: ci") {
 		t.Fatalf("effective configuration:\n%s", opts.ConfigYAML)
 	}
@@ -67,6 +75,7 @@ security:
 		"no file":   "  bearer_tokens: [{name: x, token_file: /nonexistent}]",
 		"short tok": "  bearer_tokens: [{name: x, token_file: " + writeShort(t, dir) + "}]",
 		"unknown":   "  bearer_token: []",
+		"bad rule":  "  redaction: [{builtin: ssn}]",
 	} {
 		p := filepath.Join(dir, "bad.yml")
 		if err := os.WriteFile(p, []byte("security:\n"+bad+"\n"), 0o644); err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/ingest/redact"
 )
 
 // SecurityOptions are weft's TLS, authentication and cross-site settings
@@ -31,6 +32,9 @@ type SecurityOptions struct {
 	Users map[string]UserSettings
 	// Tokens are the accepted bearer tokens.
 	Tokens []api.BearerToken
+	// Redaction are the rules that remove secrets at ingest, on every
+	// ingest path; none by default.
+	Redaction []redact.Rule
 }
 
 // UserSettings are what weft adds to a basic auth user of the web
@@ -51,6 +55,7 @@ func applySecurity(opts Options, aopts *api.Options) (*webConfig, error) {
 		return nil, err
 	}
 	so := opts.Security
+	aopts.Redaction.Rules = slices.Clone(so.Redaction)
 	aopts.Auth.Tokens = slices.Clone(so.Tokens)
 	if so.WebConfigFile == "" {
 		if len(so.Users) > 0 {

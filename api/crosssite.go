@@ -71,10 +71,12 @@ var readOnlyPaths = map[string]bool{
 	"/api/v1/targets/metadata":        true,
 }
 
-// ingestPaths are the endpoints whose body is data to store.
+// ingestPaths are the endpoints whose body is data to store. Not
+// /api/v1/import: VictoriaMetrics' documented client is
+// "curl --data-binary @file", which sends a form content type; it gets the
+// origin check only.
 var ingestPaths = map[string]bool{
 	"/api/v1/write":           true,
-	"/api/v1/import":          true,
 	"/loki/api/v1/push":       true,
 	"/otlp/v1/metrics":        true,
 	"/otlp/v1/logs":           true,

@@ -3,16 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,64 +22,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/internal/testca"
 )
-
-// testCA is a certificate authority made by the test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(tb testing.TB, name string) *testCA {
-	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue writes a certificate (server: for 127.0.0.1) and its key to dir and
-// returns their paths.
-func (ca *testCA) issue(tb testing.TB, dir, name string, server bool) (certFile, keyFile string) {
-	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	writeFile(tb, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	writeFile(tb, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})))
-	return certFile, keyFile
-}
 
 func writeFile(tb testing.TB, path, content string) {
 	tb.Helper()
@@ -114,12 +50,12 @@ func bcryptHash(tb testing.TB, pw string) string {
 func TestTLSAndAuthEveryListener(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	dir := t.TempDir()
-	ca := newTestCA(t, "weft test CA")
-	ca.issue(t, dir, "server", true)
-	cliCert, cliKey := ca.issue(t, dir, "client", false)
-	other := newTestCA(t, "another CA")
-	badCert, badKey := other.issue(t, dir, "stranger", false)
-	writeFile(t, filepath.Join(dir, "ca.crt"), string(ca.pem))
+	ca := testca.New(t, "weft test CA")
+	ca.Issue(t, dir, "server", true)
+	cliCert, cliKey := ca.Issue(t, dir, "client", false)
+	other := testca.New(t, "another CA")
+	badCert, badKey := other.Issue(t, dir, "stranger", false)
+	ca.WriteCA(t, dir, "ca.crt")
 	// Relative paths are relative to the web configuration file.
 	writeFile(t, filepath.Join(dir, "web.yml"), `
 tls_server_config:
@@ -156,8 +92,7 @@ basic_auth_users:
 		}
 	}()
 	addrs := a.Addrs()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.pem)
+	roots := ca.Pool()
 	clientTLS := func(certFile, keyFile string) *tls.Config {
 		cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		if certFile != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weftdb/weft/ingest/redact"
 	"log/slog"
 	"math"
 	"net/http"
@@ -73,6 +74,9 @@ type LokiOptions struct {
 	// admission is the server's shared ingest budget (set by the route
 	// table); nil builds one of DefaultIngestMaxInFlightBytes.
 	admission *admission
+	// redact is the server's redaction at ingest (set by the route
+	// table; nil redacts nothing).
+	redact *redact.Redactor
 }
 
 // DefaultLokiOptions returns the defaults documented on LokiOptions.
@@ -161,7 +165,7 @@ func newLokiAPI(store LogStore, engine *logql.Engine, opts LokiOptions) *lokiAPI
 	if opts.admission == nil {
 		opts.admission = newAdmission(0, 0, nil)
 	}
-	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.Broadcaster.Pusher(store), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.redact.LogPusher(opts.Broadcaster.Pusher(store)), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
 		counters: newIngestCounters(opts.Registerer)}
 }
 

@@ -14,6 +14,7 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/ingest/otlptraces"
+	"github.com/weftdb/weft/ingest/redact"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
@@ -187,9 +188,19 @@ type Options struct {
 	// clean_tombstones), like Prometheus' --web.enable-admin-api. Default
 	// false.
 	EnableAdmin bool
-	// CORSOrigin is a regular expression of allowed CORS origins; default
-	// ".*" as in Prometheus.
+	// CORSOrigin is a regular expression of the origins whose browser
+	// pages may read weft's answers (CORS). Default "": CORS is off, no
+	// origin is allowed (Prometheus' -web.cors.origin defaults to ".*").
 	CORSOrigin string
+	// Redaction removes secrets from what every ingest path stores
+	// (ingest/redact); no rules redact nothing.
+	Redaction redact.Options
+	// Auth authenticates every request of every listener (auth.go); the
+	// zero value is no authentication.
+	Auth AuthOptions
+	// TrustedOrigins ("scheme://host[:port]") may send state-changing
+	// requests from a browser page of another origin (crosssite.go).
+	TrustedOrigins []string
 	// BuildInfo is reported by status/buildinfo.
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).
@@ -218,7 +229,6 @@ type Options struct {
 // Engine still have to be set.
 func DefaultOptions() Options {
 	return Options{
-		CORSOrigin:    ".*",
 		LookbackDelta: query.DefaultLookbackDelta,
 		QueryTimeout:  query.DefaultTimeout,
 		RemoteWrite:   DefaultRemoteWriteOptions(),

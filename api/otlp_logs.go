@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weftdb/weft/ingest/redact"
 	"log/slog"
 	"net/http"
 	"time"
@@ -47,6 +48,9 @@ type OTLPLogsOptions struct {
 	// admission is the server's shared ingest budget (set by the route
 	// table); nil builds one of DefaultIngestMaxInFlightBytes.
 	admission *admission
+	// redact is the server's redaction at ingest (set by the route
+	// table; nil redacts nothing).
+	redact *redact.Redactor
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -69,6 +73,7 @@ func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingeste
 	if opts.Broadcaster != nil {
 		p = opts.Broadcaster.Pusher(p)
 	}
+	p = opts.redact.LogPusher(p) // before the store and the tail
 	ing, err := otlplogs.New(p, opts.Ingest)
 	if err != nil {
 		return nil, fmt.Errorf("otlp logs receiver: %w", err)

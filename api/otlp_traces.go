@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weftdb/weft/ingest/redact"
 	"log/slog"
 	"time"
 
@@ -32,6 +33,9 @@ type OTLPTracesOptions struct {
 	// admission is the server's shared ingest budget (set by the route
 	// table); nil builds one of DefaultIngestMaxInFlightBytes.
 	admission *admission
+	// redact is the server's redaction at ingest (set by the route
+	// table; nil redacts nothing).
+	redact *redact.Redactor
 }
 
 // DefaultOTLPTracesOptions returns the documented defaults (docs/traces.md).
@@ -55,7 +59,7 @@ func newTracesSignal(p otlptraces.Pusher, opts OTLPTracesOptions) *otlpSignal {
 		service: "opentelemetry.proto.collector.trace.v1.TraceService",
 		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
-	ing, err := otlptraces.New(p, opts.SpanMetrics, opts.Ingest)
+	ing, err := otlptraces.New(opts.redact.TracePusher(p), opts.SpanMetrics, opts.Ingest)
 	if err != nil {
 		err = fmt.Errorf("otlp traces receiver: %w", err)
 	}

@@ -37,6 +37,8 @@ const (
 // newPrometheusAPI mounts Prometheus' own HTTP API (web/api/v1) over weft's
 // storage and returns it as a handler for the /api/v1/ prefix.
 func newPrometheusAPI(opts Options, s *Server, instr *instrumentation) (http.Handler, error) {
+	// An empty CORSOrigin matches only the empty origin, which Prometheus'
+	// CORS code never answers: CORS is off.
 	cors, err := regexp.Compile("^(?:" + opts.CORSOrigin + ")$")
 	if err != nil {
 		return nil, fmt.Errorf("compile cors origin %q: %w", opts.CORSOrigin, err)

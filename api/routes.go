@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weftdb/weft/ingest/redact"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query/logql"
 )
@@ -37,6 +38,18 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	opts.RemoteWrite.Ingest.Workload = ctx
 	opts.Loki.Ingest.Workload = ctx
 	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
+	// One redaction at ingest for every path, before anything is stored or
+	// tailed (ingest/redact).
+	ro := opts.Redaction
+	if ro.Registerer == nil {
+		ro.Registerer = opts.Registerer
+	}
+	red, err := redact.New(ro)
+	if err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	opts.Appendable = red.Appendable(opts.Appendable)
+	opts.Loki.redact, opts.OTLPLogs.redact, opts.OTLPTraces.redact = red, red, red
 	// One ingest budget for every path (admission.go).
 	s.adm = newAdmission(opts.IngestMaxInFlightBytes, opts.IngestRetryAfter, opts.Registerer)
 	opts.RemoteWrite.admission = s.adm

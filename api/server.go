@@ -24,6 +24,7 @@ import (
 // caller owns the servers that serve the handlers).
 type Server struct {
 	mux     *http.ServeMux
+	handler http.Handler // mux behind the cross-site guard (crosssite.go)
 	ready   atomic.Bool
 	started time.Time
 	logger  *slog.Logger
@@ -38,6 +39,10 @@ type Server struct {
 	// instr counts requests on every listener: the main port's routes, the
 	// OTLP HTTP port's and the OTLP gRPC server's calls.
 	instr *instrumentation
+	// trustedOrigins may write from a browser (crosssite.go).
+	trustedOrigins []string
+	// auth authenticates every listener's requests; nil when off.
+	auth *authenticator
 }
 
 // New builds the handlers. It starts not ready: /-/ready and the query
@@ -50,9 +55,6 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("api: Options.Engine is required")
 	}
 	def := DefaultOptions()
-	if opts.CORSOrigin == "" {
-		opts.CORSOrigin = def.CORSOrigin
-	}
 	if opts.LookbackDelta <= 0 {
 		opts.LookbackDelta = def.LookbackDelta
 	}
@@ -90,6 +92,13 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.auth, err = newAuthenticator(opts.Auth); err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.mux), opts.TrustedOrigins); err != nil {
+		return nil, err
+	}
+	s.trustedOrigins = opts.TrustedOrigins
 	return s, nil
 }
 
@@ -101,7 +110,11 @@ func (s *Server) OTLPHandler() http.Handler {
 		path := "/v1/" + sig.name
 		mux.Handle(path, s.instr.wrap(path, sig)) // its own handler label, beside /otlp/v1/... of the main port
 	}
-	return mux
+	h, err := newCrossSiteGuard(s.auth.wrapHTTP(mux), s.trustedOrigins)
+	if err != nil { // checked by New already
+		panic("BUG: " + err.Error())
+	}
+	return h
 }
 
 // NewOTLPGRPCServer returns a gRPC server with the OTLP services of every
@@ -114,6 +127,9 @@ func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 		maxBytes = max(maxBytes, sig.limits.maxBytes)
 	}
 	opts := append(otlpGRPCServerOptions(maxBytes, s.adm), grpc.ChainUnaryInterceptor(s.instr.unary))
+	if s.auth != nil { // after the counting: refused calls are counted too
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.auth.grpcUnary), grpc.ChainStreamInterceptor(s.auth.grpcStream))
+	}
 	g := grpc.NewServer(append(opts, extra...)...)
 	for _, sig := range s.otlp {
 		sig.register(g)
@@ -138,7 +154,7 @@ func (s *Server) mount(pattern string, h http.Handler) (err error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // SetReady marks the server ready (storage open, WAL replayed) or not
 // (shutting down).

@@ -56,6 +56,8 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.BoolVar(&traces, "traces", false, "send the traces to <otlp-url>/v1/traces (off until the target has a trace receiver)")
 	fs.StringVar(&org, "org-id", "", "X-Scope-OrgID header for a multi-tenant target")
 	fs.StringVar(&truthPath, "truth", "", "write the ground truth JSON to this file instead of stdout")
+	var cf clientFlags
+	cf.register(fs) // TLS and credentials (client.go)
 	fs.DurationVar(&retryFor, "retry-for", 30*time.Second, "how long one request is retried on 429, 5xx and network errors")
 	// Flags may follow the name.
 	var name string
@@ -115,9 +117,17 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}{Truth: data.Truth, Counts: c}
 	code := 0
 	if target != "" {
-		t := scenario.Target{URL: target, OTLPURL: otlp}
+		client, authz, err := cf.build(time.Minute)
+		if err != nil {
+			fmt.Fprintln(stderr, "weft-bench scenario:", err)
+			return 2
+		}
+		t := scenario.Target{URL: target, OTLPURL: otlp, Client: client, Headers: map[string]string{}}
 		if org != "" {
-			t.Headers = map[string]string{"X-Scope-OrgID": org}
+			t.Headers["X-Scope-OrgID"] = org
+		}
+		if authz != "" {
+			t.Headers["Authorization"] = authz
 		}
 		rep, err := scenario.Replay(ctx, p, t, scenario.ReplayOptions{Traces: traces, RetryFor: retryFor, Logger: lg})
 		out.Report = &rep

@@ -120,6 +120,9 @@ type fileConfig struct {
 	// Cluster is the scale-out role and its engines (config_cluster.go,
 	// docs/scale-out.md).
 	Cluster clusterConfig `yaml:"cluster"`
+	// Security is TLS, authentication, cross-site writes and redaction
+	// (config_security.go, docs/security.md).
+	Security securityConfig `yaml:"security"`
 	// WorkloadContext replaces the default context mapping of every ingest
 	// path (docs/workload-context.md).
 	WorkloadContext *struct {
@@ -239,6 +242,9 @@ func (c *fileConfig) apply(opts *app.Options) error {
 
 	if err := c.Cluster.apply(opts); err != nil {
 		return err
+	}
+	if err := c.Security.apply(opts); err != nil {
+		return fmt.Errorf("security: %w", err)
 	}
 	if w := c.WorkloadContext; w != nil {
 		opts.Workload = workload.Options{Rules: []workload.Rule{}}

@@ -22,6 +22,7 @@ func exportConfig(opts app.Options, logLevel string) (*fileConfig, error) {
 	c.bind(binder{export: true}, &opts)
 	c.Cluster.bind(binder{export: true}, &opts.Cluster) // config_cluster.go
 	c.Server.LogLevel = &logLevel
+	c.Security.export(opts) // config_security.go
 
 	st := opts.Storage
 	c.Storage.BlockCacheBytes = ptr(st.BlockCacheBytes)

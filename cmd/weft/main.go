@@ -124,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 		oooWindow  = durationFlag(opts.Storage.OutOfOrderWindow)
 		configFile = fs.String("config", "", "YAML configuration file: every setting, including those no flag covers (limits, log store, workload-context mapping); flags given win; see docs/configuration.md")
 		adminAPI   = fs.Bool("enable-admin-api", opts.EnableAdminAPI, "serve /api/v1/admin/tsdb/delete_series and clean_tombstones")
+		webConfig  = fs.String("web.config.file", "", "web configuration file in Prometheus' exporter-toolkit format: TLS (with client certificates) and basic auth users, on every listener (docs/security.md)")
+		corsOrigin = fs.String("web.cors.origin", "", "regular expression of the origins whose browser pages may read weft's answers (CORS), as Prometheus' -web.cors.origin; default: none (CORS off)")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		showVer    = fs.Bool("version", false, "print the version and exit")
 		webPrefix  = fs.String("web.route-prefix", "", "prefix of every route (APIs, web UI, health, /metrics), as Prometheus' -web.route-prefix; default: the path of -web.external-url, else /")
@@ -221,6 +223,12 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	opts.Web.ExternalURL = *webExtURL
 	if set["enable-admin-api"] {
 		opts.EnableAdminAPI = *adminAPI
+	}
+	if set["web.cors.origin"] {
+		opts.CORSOrigin = *corsOrigin
+	}
+	if set["web.config.file"] {
+		opts.Security.WebConfigFile = *webConfig
 	}
 	if err := rules.applyRules(&opts, *configFile, rulesFile, set); err != nil {
 		return opts, fmt.Errorf("rules: %w", err)

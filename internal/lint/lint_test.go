@@ -46,6 +46,7 @@ var layers = []layer{
 	{prefix: "internal/lint", weft: nil},
 	{prefix: "internal/promlabels", weft: nil},
 	{prefix: "internal/gputelemetry", weft: nil},
+	{prefix: "internal/testca", weft: nil}, // certificates for TLS tests
 	{prefix: "proto", weft: nil},
 	{prefix: "index", weft: leaves, forbidden: append(slices.Clone(transport), remote...)},
 	{prefix: "storage", weft: append([]string{"index"}, leaves...), forbidden: slices.Concat(transport, config, remote)},

@@ -45,6 +45,9 @@ type App struct {
 	// when their address is empty.
 	otlpHTTP *http.Server
 	otlpGRPC *grpc.Server
+	// web is the web configuration file (TLS of every listener); nil
+	// without one.
+	web *webConfig
 
 	mu        sync.Mutex
 	ln        net.Listener
@@ -68,9 +71,6 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = def.ShutdownTimeout
-	}
-	if opts.CORSOrigin == "" {
-		opts.CORSOrigin = def.CORSOrigin
 	}
 	if opts.QueryMaxConcurrency <= 0 {
 		opts.QueryMaxConcurrency = def.QueryMaxConcurrency
@@ -195,6 +195,10 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.OTLPLogs.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
+	webCfg, err := applySecurity(opts, &aopts) // security.go
+	if err != nil {
+		return nil, err
+	}
 	aopts.BuildInfo = opts.BuildInfo
 	aopts.Flags = opts.Flags
 	aopts.ConfigYAML = opts.ConfigYAML
@@ -250,8 +254,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		tracker:     tracker,
 		api:         srvAPI,
 		rules:       rules,
+		web:         webCfg,
 		srv: &http.Server{
-			Handler:           handler,
+			Handler:           webCfg.withHeaders(handler),
 			ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
@@ -259,14 +264,14 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		serveErr:  make(chan error, 1),
 	}
 	if opts.OTLPHTTPAddr != "" {
-		a.otlpHTTP = newHTTPServer(srvAPI.OTLPHandler(), logger)
+		a.otlpHTTP = newHTTPServer(webCfg.withHeaders(srvAPI.OTLPHandler()), logger)
 	}
 	if opts.OTLPGRPCAddr != "" {
-		a.otlpGRPC = srvAPI.NewOTLPGRPCServer(
+		a.otlpGRPC = srvAPI.NewOTLPGRPCServer(append(webCfg.grpcCreds(),
 			// Idle connections and handshakes are bounded like HTTP's.
 			grpc.ConnectionTimeout(DefaultReadHeaderTimeout),
 			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: DefaultIdleTimeout}),
-		)
+		)...)
 	}
 	return a, nil
 }
@@ -317,7 +322,7 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.ln = a.listeners["http"]
 	go func() {
-		err := a.srv.Serve(a.ln)
+		err := serveHTTP(a.srv, a.ln, a.web)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -325,7 +330,7 @@ func (a *App) Start(ctx context.Context) error {
 	}()
 	if ln := a.listeners["otlp_http"]; ln != nil {
 		a.serving.Go(func() {
-			if err := a.otlpHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := serveHTTP(a.otlpHTTP, ln, a.web); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.logger.Error("otlp http listener failed", "err", err)
 			}
 		})

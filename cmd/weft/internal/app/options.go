@@ -90,8 +90,12 @@ type Options struct {
 	IngestMaxInFlightBytes int64
 	// EnableAdminAPI serves delete_series and clean_tombstones.
 	EnableAdminAPI bool
-	// CORSOrigin is the regular expression of allowed CORS origins.
+	// CORSOrigin is the regular expression of the origins whose pages may
+	// read weft's answers (CORS); default "": off.
 	CORSOrigin string
+	// Security is TLS, authentication, cross-site and redaction settings
+	// (security.go).
+	Security SecurityOptions
 	// ShutdownTimeout bounds Stop when Run stops the server.
 	ShutdownTimeout time.Duration
 	// Web places the routes and the web UI (route prefix, external URL).
@@ -131,7 +135,6 @@ func DefaultOptions() Options {
 		SpanMetrics:            spanmetrics.DefaultOptions(),
 		Loki:                   api.DefaultLokiOptions(),
 		LogQL:                  logql.DefaultEngineOptions(),
-		CORSOrigin:             ".*",
 		ShutdownTimeout:        DefaultShutdownTimeout,
 		Cluster:                DefaultClusterOptions(),
 		BuildInfo:              api.DefaultOptions().BuildInfo,

@@ -97,6 +97,9 @@ remote_write:
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	byCanonical := waitQuery(ctx, t, weftURL, `DCGM_FI_DEV_GPU_UTIL{gpu_uuid="`+uuid+`"}`)
+	// The two scrape jobs land in separate remote-write batches: wait for
+	// the trainer's too before asserting on both.
+	waitQuery(ctx, t, weftURL, `training_step_total{run_id="r42"}`)
 	if byCanonical.Metric["UUID"] != uuid || byCanonical.Metric["host"] != "node-6" || byCanonical.Metric["Hostname"] != "node-6" {
 		t.Errorf("canonical labels missing beside the originals: %v", byCanonical.Metric)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/bench/scenario"
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/investigate"
 	"github.com/weftdb/weft/storage"
@@ -74,5 +75,28 @@ func BenchmarkContext(b *testing.B) {
 		if wc.Metrics.Series != runSeries || len(wc.Context["gpu_uuid"]) != 64 {
 			b.Fatalf("%d series, %d GPUs", wc.Metrics.Series, len(wc.Context["gpu_uuid"]))
 		}
+	}
+}
+
+// BenchmarkInvestigate investigates each scenario's affected workload two
+// minutes after its first symptom, as TestScenarios does: the bound
+// on one investigation is 2 s. The replay is outside the timed loop.
+func BenchmarkInvestigate(b *testing.B) {
+	for _, name := range scenario.Names() {
+		b.Run(name, func(b *testing.B) {
+			r := replay(b, name, scenarioOptions())
+			truth := r.data.Truth
+			sym := investigate.Symptom{Selector: workloadSelector(truth.Affected), Time: firstSymptom(truth).Add(2 * time.Minute)}
+			b.ResetTimer()
+			for b.Loop() {
+				rep, err := r.iv.Investigate(context.Background(), sym)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(rep.Causes) == 0 || matchesTruth(rep.Causes[0], truth) != "" {
+					b.Fatalf("%s: top cause wrong", name)
+				}
+			}
+		})
 	}
 }

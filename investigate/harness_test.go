@@ -53,9 +53,6 @@ func replay(t testing.TB, name string, o scenario.Options) *replayed {
 	aopts.Engine = engine
 	aopts.Logs = sub.Logs()
 	aopts.Traces = sub.Traces()
-	// weft-agent's XID event streams carry the GPU's labels and its
-	// workload's: more than the default 15 label names.
-	aopts.Loki.Ingest.MaxLabelNamesPerStream = 32
 	s, err := api.New(aopts)
 	if err != nil {
 		t.Fatal(err)

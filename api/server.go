@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,8 +76,12 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	methods := methodsByPath(table, opts.Handlers)
 	for _, r := range table {
 		h := r.h
+		if r.pattern == "/" {
+			h = wrongMethod(methods, h)
+		}
 		if r.ready {
 			h = s.requireReady(h)
 		}
@@ -172,5 +177,43 @@ func (s *Server) requireReady(h http.Handler) http.Handler {
 			return
 		}
 		h.ServeHTTP(w, r)
+	})
+}
+
+// methodsByPath lists, for each exact path a method-qualified pattern
+// serves ("POST /loki/api/v1/push"), the methods it is served for.
+func methodsByPath(table []route, extra map[string]http.Handler) map[string][]string {
+	out := map[string][]string{}
+	add := func(pattern string) {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok || strings.HasSuffix(path, "/") || strings.Contains(path, "{") {
+			return
+		}
+		if !slices.Contains(out[path], method) {
+			out[path] = append(out[path], method)
+		}
+	}
+	for _, r := range table {
+		add(r.pattern)
+	}
+	for p := range extra {
+		add(p)
+	}
+	return out
+}
+
+// wrongMethod answers 405 with the Allow header for a path that only other
+// methods serve, before the catch-all next (the UI) would answer 404: a
+// GET of /loki/api/v1/push reaches "/" because ServeMux prefers a matching
+// pattern to a 405.
+func wrongMethod(methods map[string][]string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ms, ok := methods[r.URL.Path]; ok {
+			allow := slices.Sorted(slices.Values(ms))
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			http.Error(w, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or "), http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }

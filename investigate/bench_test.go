@@ -135,6 +135,7 @@ func addBackground(b *testing.B, r *replayed, n int) {
 	slices.Sort(metrics)
 	t := r.opts.Start.Add(r.opts.Duration).UnixMilli()
 	ix := r.sub.Index()
+	before := ix.NumStreams(index.KindMetric)
 	var lb labels.ScratchBuilder
 	for i := range n {
 		node := "bg-node-" + strconv.Itoa(i%1000)
@@ -150,5 +151,8 @@ func addBackground(b *testing.B, r *replayed, n int) {
 		if _, _, err := ix.GetOrCreate(index.KindMetric, lb.Labels(), t); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if got := ix.NumStreams(index.KindMetric) - before; got != n {
+		b.Fatalf("%d background series created, want %d", got, n)
 	}
 }

@@ -36,6 +36,11 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	opts.OTLPLogs.Ingest.Workload = opts.Workload
 	opts.OTLPTraces.Ingest.Workload = opts.Workload
 	opts.RemoteWrite.Ingest.Workload = ctx
+	// OTLP metrics share remote write's label count limit (one key,
+	// limits.remote_write.max_labels_per_series).
+	if n := opts.RemoteWrite.Ingest.MaxLabelsPerSeries; n > 0 {
+		opts.OTLP.Ingest.MaxLabelsPerSeries = n
+	}
 	opts.Loki.Ingest.Workload = ctx
 	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
 	// One redaction at ingest for every path, before anything is stored or

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/internal/record"
 	"github.com/weftdb/weft/storage/internal/wal"
 )
@@ -62,6 +63,11 @@ type appender struct {
 	ctx     context.Context
 	nowMs   int64
 	discard bool // AppendOptions.DiscardOutOfOrder
+	// tenant is the tenant of the series this appender creates (""
+	// for none, package tenant); tenantErr refuses every append (a
+	// federated context, which may not write).
+	tenant    string
+	tenantErr error
 
 	samples []pendingSample
 	exts    []pendingExt
@@ -94,6 +100,10 @@ var appenderPool = sync.Pool{New: func() any { return &appender{} }}
 func (db *DB) newAppender(ctx context.Context) *appender {
 	a := appenderPool.Get().(*appender)
 	a.db, a.ctx, a.nowMs, a.discard, a.done = db, ctx, db.opts.Now().UnixMilli(), false, false
+	a.tenant, a.tenantErr = tenant.WriteID(ctx)
+	if a.tenantErr != nil {
+		a.tenantErr = fmt.Errorf("%w: %w", ErrInvalidLabels, a.tenantErr)
+	}
 	a.mint, a.maxt = maxInt64, minInt64
 	return a
 }
@@ -124,6 +134,13 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	if ls.IsEmpty() {
 		return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 	}
+	if a.tenantErr != nil {
+		return nil, a.tenantErr
+	}
+	if ls.Has(tenant.LabelName) {
+		return nil, fmt.Errorf("%w: label name %q is reserved for the tenant", ErrInvalidLabels, tenant.LabelName)
+	}
+	ls = tenant.Add(ls, a.tenant)
 	id, created, err := db.idx.GetOrCreate(ls, t, checkNewLabels)
 	if err == errEmptyValue {
 		// Unknown as given: the series is ls without its empty labels.
@@ -351,7 +368,7 @@ func (db *DB) lookupSeries(ctx context.Context, ls labels.Labels) (uint64, bool)
 	it := ids.Iterator()
 	for it.HasNext() {
 		id := it.Next()
-		if got, ok := db.idx.Labels(id, nil); ok && labels.Equal(got, ls) {
+		if got, ok := db.idx.Labels(id, nil); ok && labels.Equal(tenant.Strip(got), ls) {
 			return id, true
 		}
 	}

@@ -64,6 +64,7 @@ func newTenantServer(t *testing.T, o api.TenancyOptions) (*httptest.Server, *sto
 	t.Helper()
 	srv, _, sub := newSubstrateServer(t, func(opts *api.Options) {
 		opts.Tenancy = o
+		opts.EnableAdmin = true
 		opts.Cardinality = indexCardinality{ix: opts.Storage.(*storage.DB).Index()}
 		opts.Metadata = opts.Storage.(*storage.DB)
 	})
@@ -141,12 +142,12 @@ func tenantIsolationRound(t *testing.T, seed uint64) {
 			d.streams = append(d.streams, secret)
 			var vals []string
 			for j := range 1 + rng.IntN(3) {
-				vals = append(vals, fmt.Sprintf(`[%q,%q]`, fmt.Sprint(now.Add(time.Duration(j)*time.Millisecond).UnixNano()), "line of "+org))
+				vals = append(vals, fmt.Sprintf(`[%q,%q]`, fmt.Sprint(now.Add(time.Duration(j)*time.Millisecond-2*time.Second).UnixNano()), "line of "+org))
 				d.lines++
 			}
 			streams = append(streams, fmt.Sprintf(`{"stream":{"app":"trainer","secret":%q},"values":[%s]}`, secret, strings.Join(vals, ",")))
 		}
-		streams = append(streams, fmt.Sprintf(`{"stream":{"app":"trainer"},"values":[[%q,%q]]}`, fmt.Sprint(now.UnixNano()), "line of "+org))
+		streams = append(streams, fmt.Sprintf(`{"stream":{"app":"trainer"},"values":[[%q,%q]]}`, fmt.Sprint(now.Add(-2*time.Second).UnixNano()), "line of "+org))
 		d.lines++
 		if code, b := tenantDo(t, srv, "POST", "/loki/api/v1/push", org, "application/json", []byte(`{"streams":[`+strings.Join(streams, ",")+`]}`)); code != http.StatusNoContent {
 			t.Fatalf("%s loki push: %d %s", org, code, b)
@@ -167,6 +168,7 @@ func tenantIsolationRound(t *testing.T, seed uint64) {
 			for j := range n {
 				sp := ss.Spans().AppendEmpty()
 				sp.SetName("step")
+				sp.Attributes().PutStr("attr_"+org, "v")
 				sp.SetTraceID(id)
 				sp.SetSpanID(pcommon.SpanID{byte(ti + 1), byte(i + 1), byte(j + 1)})
 				if j > 0 {
@@ -337,6 +339,38 @@ func tenantIsolationRound(t *testing.T, seed uint64) {
 		}
 		if len(found) != len(d.traces) {
 			t.Errorf("%s /api/search: %d traces, want %d", org, len(found), len(d.traces))
+		}
+		var tags struct{ TagNames []string }
+		decodeJSON(t, get("/api/search/tags", rng), &tags)
+		var attrs []string
+		for _, n := range tags.TagNames {
+			if strings.HasPrefix(n, "attr_") {
+				attrs = append(attrs, n)
+			}
+		}
+		checkSet(t, org+" /api/search/tags", attrs, []string{"attr_" + org})
+		var tv struct{ TagValues []string }
+		decodeJSON(t, get("/api/search/tag/service.name/values", rng), &tv)
+		checkSet(t, org+" service.name values", tv.TagValues, d.services)
+	}
+
+	// A tenant's Loki delete removes its lines only, and only it lists it.
+	lq := url.Values{"query": {`{app="trainer"}`}, "start": {fmt.Sprint(now.Add(-time.Hour).Unix())}, "end": {fmt.Sprint(time.Now().Unix())}}
+	if code, b := tenantDo(t, srv, "POST", "/loki/api/v1/delete?"+lq.Encode(), "team-a", "application/json", nil); code != http.StatusNoContent {
+		t.Fatalf("loki delete: %d %s", code, b)
+	}
+	for _, org := range tenants {
+		want := want[org].lines
+		if org == "team-a" {
+			want = 0
+		}
+		_, b := tenantDo(t, srv, "GET", "/loki/api/v1/query_range?"+url.Values{"query": {`{app="trainer"}`}, "start": {fmt.Sprint(now.Add(-time.Hour).UnixNano())}, "end": {fmt.Sprint(now.Add(time.Hour).UnixNano())}, "limit": {"5000"}}.Encode(), org, "", nil)
+		if got := strings.Count(string(b), "line of "); got != want {
+			t.Errorf("%s after team-a's delete: %d lines, want %d", org, got, want)
+		}
+		_, b = tenantDo(t, srv, "GET", "/loki/api/v1/delete", org, "", nil)
+		if listed := strings.Count(string(b), "request_id"); listed != map[bool]int{true: 1, false: 0}[org == "team-a"] {
+			t.Errorf("%s lists %d delete requests: %s", org, listed, b)
 		}
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/internal/record"
 	"github.com/weftdb/weft/storage/internal/wal"
@@ -137,21 +138,20 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	if a.tenantErr != nil {
 		return nil, a.tenantErr
 	}
-	if ls.Has(tenant.LabelName) {
-		return nil, fmt.Errorf("%w: label name %q is reserved for the tenant", ErrInvalidLabels, tenant.LabelName)
-	}
-	ls = tenant.Add(ls, a.tenant)
-	id, created, err := db.idx.GetOrCreate(ls, t, checkNewLabels)
+	id, created, err := db.idx.GetOrCreate(a.tenant, ls, t, checkNewLabels)
 	if err == errEmptyValue {
 		// Unknown as given: the series is ls without its empty labels.
 		if ls = ls.WithoutEmpty(); ls.IsEmpty() {
 			return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 		}
-		id, created, err = db.idx.GetOrCreate(ls, t, checkNewLabels)
+		id, created, err = db.idx.GetOrCreate(a.tenant, ls, t, checkNewLabels)
 	}
 	if err != nil {
 		if errors.Is(err, ErrInvalidLabels) {
 			return nil, err
+		}
+		if errors.Is(err, index.ErrReservedLabel) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidLabels, err)
 		}
 		return nil, fmt.Errorf("index series: %w", err)
 	}
@@ -165,6 +165,7 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	s := db.series.getOrCreate(id)
 	if created {
 		db.stats.seriesNew.Add(1)
+		ls = tenant.Add(ls, a.tenant) // the WAL keeps the whole label set
 		frame, start := wal.BeginRecord(a.frame[:0])
 		frame = record.AppendSeries(frame, []record.Series{{Kind: 1, ID: id, Labels: ls}})
 		a.frame = wal.EndRecord(frame, start)

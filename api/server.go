@@ -44,6 +44,8 @@ type Server struct {
 	trustedOrigins []string
 	// auth authenticates every listener's requests; nil when off.
 	auth *authenticator
+	// tenancy puts each request's tenant in its context (tenancy.go).
+	tenancy TenancyOptions
 }
 
 // New builds the handlers. It starts not ready: /-/ready and the query
@@ -100,7 +102,8 @@ func New(opts Options) (*Server, error) {
 	if s.auth, err = newAuthenticator(opts.Auth); err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.mux), opts.TrustedOrigins); err != nil {
+	s.tenancy = opts.Tenancy
+	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.tenancy.wrapHTTP(s.mux)), opts.TrustedOrigins); err != nil {
 		return nil, err
 	}
 	s.trustedOrigins = opts.TrustedOrigins
@@ -115,7 +118,7 @@ func (s *Server) OTLPHandler() http.Handler {
 		path := "/v1/" + sig.name
 		mux.Handle(path, s.instr.wrap(path, sig)) // its own handler label, beside /otlp/v1/... of the main port
 	}
-	h, err := newCrossSiteGuard(s.auth.wrapHTTP(mux), s.trustedOrigins)
+	h, err := newCrossSiteGuard(s.auth.wrapHTTP(s.tenancy.wrapHTTP(mux)), s.trustedOrigins)
 	if err != nil { // checked by New already
 		panic("BUG: " + err.Error())
 	}
@@ -134,6 +137,9 @@ func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	opts := append(otlpGRPCServerOptions(maxBytes, s.adm), grpc.ChainUnaryInterceptor(s.instr.unary))
 	if s.auth != nil { // after the counting: refused calls are counted too
 		opts = append(opts, grpc.ChainUnaryInterceptor(s.auth.grpcUnary), grpc.ChainStreamInterceptor(s.auth.grpcStream))
+	}
+	if s.tenancy.Enabled { // after authentication, which sets the tenant of a bound credential
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.tenancy.grpcUnary), grpc.ChainStreamInterceptor(s.tenancy.grpcStream))
 	}
 	g := grpc.NewServer(append(opts, extra...)...)
 	for _, sig := range s.otlp {

@@ -46,3 +46,64 @@ func TestUIScenarioThermalStraggler(t *testing.T) {
 	b.noConsoleErrors(t)
 	b.screenshot(t, screenshotDir(t), "scenario-thermal.png")
 }
+
+// TestUIInvestigationNVLinkStall replays the nvlink-stall scenario into the
+// real weft binary and opens the investigation page for the stalled run two
+// minutes after its first symptom, as the alert on it would: the top-ranked
+// cause must be the scenario's ground truth (NVLink degradation on its
+// node), its strongest evidence drawn, and its node a pivot to that node's
+// workload page. The time from navigation to the drawn evidence is logged.
+func TestUIInvestigationNVLinkStall(t *testing.T) {
+	chromiumPath(t)
+	_, base := startWeft(t, "weft")
+	start := time.Now().UTC().Truncate(time.Minute).Add(-75 * time.Minute)
+	o := scenario.Options{Seed: 3, Start: start, Duration: time.Hour, Onset: 35 * time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	d, rep, err := scenario.Run(ctx, "nvlink-stall", o, scenario.Target{URL: base}, scenario.ReplayOptions{})
+	if err != nil {
+		t.Fatalf("replay: %v (report %+v)", err, rep)
+	}
+	truth := d.Truth
+	first := truth.Onset // the first symptom, which an alert follows
+	for i, e := range truth.Symptoms {
+		if i == 0 || e.At.Before(first) {
+			first = e.At
+		}
+	}
+	if truth.Affected.RunID == "" || len(truth.Where.Nodes) != 1 {
+		t.Fatalf("truth %+v: want one run and one node", truth)
+	}
+	b := newBrowser(t)
+	q := url.Values{
+		"selector": {`{run_id="` + truth.Affected.RunID + `"}`},
+		"at":       {fmt.Sprint(first.Add(2 * time.Minute).Unix())},
+	}
+	t0 := time.Now()
+	b.do(t, chromedp.Navigate(base+"/#/investigate?"+q.Encode()))
+	b.waitJS(t, `document.querySelector('[data-testid=cause][data-rank="1"] [data-testid=evidence-graph][data-state=drawn]')`)
+	t.Logf("investigation page: navigation to the top cause's drawn evidence in %.2f s", time.Since(t0).Seconds())
+	kind := eval[string](t, b, `document.querySelector('[data-testid=cause][data-rank="1"]').dataset.kind`)
+	summary := eval[string](t, b, `document.querySelector('[data-testid=cause][data-rank="1"] [data-testid=cause-summary]').innerText`)
+	hosts := eval[[]string](t, b, `[...document.querySelectorAll('[data-testid=cause][data-rank="1"] [data-testid=cause-where] a.pivot[data-pivot=host]')].map(a => a.title.match(/"(.*)"/)[1])`)
+	if kind != string(truth.Cause) || !slices.Equal(hosts, truth.Where.Nodes) {
+		t.Fatalf("top cause %q (kind %s, hosts %q), truth %s on %q", summary, kind, hosts, truth.Cause, truth.Where.Nodes)
+	}
+	if class := eval[string](t, b, `document.querySelector('[data-testid=symptom]').dataset.class`); class == "" {
+		t.Errorf("the symptom has no class")
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('[data-testid=cause][data-rank="1"] [data-testid=evidence-row]').length`); n == 0 {
+		t.Errorf("the top cause lists no evidence")
+	}
+	if ink := canvasInk(t, b, `[data-testid=cause][data-rank="1"] [data-testid=evidence-graph] .plot canvas`); ink < 500 {
+		t.Errorf("evidence graph canvas has %d coloured pixels: nothing drawn", ink)
+	}
+	b.noConsoleErrors(t)
+	b.screenshot(t, screenshotDir(t), "investigate.png")
+	b.do(t, chromedp.Click(`[data-testid=cause][data-rank="1"] [data-testid=cause-where] a.pivot[data-pivot=host]`))
+	b.waitJS(t, `document.querySelector('[data-testid=workload-page][data-key=host]')`)
+	if v := eval[string](t, b, `document.querySelector('[data-testid=workload-value]').innerText`); v != truth.Where.Nodes[0] {
+		t.Errorf("the node pivot opened %q", v)
+	}
+	b.noConsoleErrors(t)
+}

@@ -7,7 +7,6 @@ import { useEffect, useState } from 'preact/hooks';
 import { html } from './html.js';
 import { ROUTES, matchRoute } from './routes.js';
 import { buildHash, parseHash } from './lib/url.js';
-import { Pending } from './components/Pending.js';
 
 function useHash() {
   const [hash, setHash] = useState(location.hash);
@@ -37,7 +36,6 @@ function Page({ route, path, params }) {
   const [mod, setMod] = useState(() => loaded.get(route.name) || null);
   const [err, setErr] = useState(null);
   useEffect(() => {
-    if (route.pending) return;
     if (loaded.has(route.name)) {
       setMod(loaded.get(route.name));
       return;
@@ -55,7 +53,6 @@ function Page({ route, path, params }) {
       live = false;
     };
   }, [route]);
-  if (route.pending) return html`<${Pending} route=${route} path=${path} />`;
   if (err) return html`<div class="error">Loading the page failed: ${String(err)}</div>`;
   if (!mod) return html`<div class="loading">Loading…</div>`;
   const C = mod.default;
@@ -74,10 +71,8 @@ function App() {
     <header class="top">
       <a class="brand" href="#/">weft</a>
       <nav>
-        ${ROUTES.filter((r) => r.nav !== false).map((r) =>
-          r.pending
-            ? html`<span class="nav-pending" title=${r.pending} data-pending=${r.name}>${r.title}<small>soon</small></span>`
-            : html`<a href=${buildHash([r.name], {})} class=${current === r.name ? 'active' : ''}>${r.title}</a>`,
+        ${ROUTES.filter((r) => r.nav !== false).map(
+          (r) => html`<a href=${buildHash([r.name], {})} class=${current === r.name ? 'active' : ''}>${r.title}</a>`,
         )}
       </nav>
     </header>

@@ -1,8 +1,6 @@
 // The route table. A page is a module whose default export is a Preact
 // component taking {path, params, navigate}; adding one is a new file under
-// pages/ and one entry here. Entries with `pending` are planned pages: the
-// navigation shows them greyed out with the reason, and their URLs answer
-// with a notice instead of a page that pretends to work.
+// pages/ and one entry here.
 
 export const ROUTES = [
   { name: 'metrics', title: 'Metrics', load: () => import('./pages/metrics.js') },
@@ -11,7 +9,7 @@ export const ROUTES = [
   { name: 'workload', title: 'Workload', nav: false, load: () => import('./pages/workload.js') },
   { name: 'cardinality', title: 'Cardinality', load: () => import('./pages/cardinality.js') },
   { name: 'alerts', title: 'Alerts', load: () => import('./pages/alerts.js') },
-  { name: 'investigate', title: 'Investigation', pending: 'Investigation (symptom → ranked causes) lands with the /weft/api/v1/investigate API.' },
+  { name: 'investigate', title: 'Investigation', load: () => import('./pages/investigate.js') },
   { name: 'status', title: 'Status', load: () => import('./pages/status.js') },
 ];
 

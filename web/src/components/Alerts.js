@@ -5,6 +5,7 @@
 // its workload context; each rule its health, last error and evaluation.
 import { html } from '../html.js';
 import { queryHash, since } from '../lib/alerts.js';
+import { alertInvestigateHash } from '../lib/investigate.js';
 import { contextOf } from '../lib/context.js';
 import { formatValue } from '../lib/format.js';
 import { formatDuration, formatTime } from '../lib/time.js';
@@ -43,6 +44,7 @@ function AlertRow({ a, now }) {
     <div class="alert-labels"><${Labels} metric=${rest} params=${params} name=${false} /></div>
     <div class="alert-links">
       <a href=${queryHash(a.rule, a.activeMs)} data-link="query" title=${a.rule.query}>${a.rule.lang === 'logql' ? 'LogQL' : 'PromQL'} query</a>
+      ${a.state === 'firing' && html`<a href=${alertInvestigateHash(a.labels)} data-link="investigate" title="rank the probable causes of this alert">investigate</a>`}
       <span class="muted small">rule ${a.rule.group} / ${a.rule.name}</span>
       <${ContextLinks} pairs=${ctx} from=${from} to="now" />
     </div>

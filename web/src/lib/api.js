@@ -121,6 +121,9 @@ export const rules = {
 // weft's own API.
 export const weft = {
   cardinality: (match, limit, focusLabel, o) => request('weft/api/v1/cardinality', { 'match[]': match, limit, focusLabel }, o),
+  // investigate takes the form fields of lib/investigate.js
+  // investigateRequest (selector, query, log_query, alert, time).
+  investigate: (fields, o) => request('weft/api/v1/investigate', fields, o),
 };
 
 // promBase is the URL codemirror-promql's completion client is given.

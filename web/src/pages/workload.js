@@ -22,6 +22,7 @@ import { LabelValue } from '../components/Pivot.js';
 import { ContextLinks } from '../components/ContextLinks.js';
 import { WorkloadAlerts, WorkloadTraces, alertsHash } from '../components/WorkloadSignals.js';
 import { workloadTraceQL } from '../lib/traces.js';
+import { investigateHash } from '../lib/investigate.js';
 
 // The heatmap's signals: the first name the workload has of each is used
 // (dcgm-exporter's and weft-agent's names, then OpenTelemetry's).
@@ -62,6 +63,7 @@ export default function WorkloadPage({ path, params, navigate }) {
         <a href=${buildHash(['cardinality'], { match: sel })}>cardinality</a>
         <a href=${buildHash(['traces'], { q: workloadTraceQL(key, value, null), from: r.from, to: r.to })}>traces</a>
         <a href=${alertsHash(key, value)}>alerts</a>
+        <a href=${investigateHash({ selector: sel }, r.to)} data-link="investigate">investigate</a>
       </div>
       ${r.range.error ? null : html`<${Body} key=${key + '\u0000' + value} k=${key} v=${value} sel=${sel} r=${r} gpu=${params.get('gpu')} go=${go} />`}
     </section>

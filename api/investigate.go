@@ -23,12 +23,18 @@ type Investigator interface {
 	Investigate(ctx context.Context, s investigate.Symptom) (*investigate.Report, error)
 	Spread(ctx context.Context, r investigate.SpreadRequest) (*investigate.Spread, error)
 	Pivot(ctx context.Context, r investigate.PivotRequest) (*investigate.PivotAnswer, error)
+	Incidents(ctx context.Context, r investigate.IncidentsRequest) (*investigate.IncidentGroups, error)
 }
 
-// contextWindow is the default range of the investigation endpoints.
-const contextWindow = time.Hour
+// contextWindow is the default range of the investigation endpoints;
+// incidentsWindow the incidents endpoint's, long enough to see one GPU
+// fail again in another run.
+const (
+	contextWindow   = time.Hour
+	incidentsWindow = 7 * 24 * time.Hour
+)
 
-// investigateRoutes mounts /weft/api/v1/{context,investigate}; without an
+// investigateRoutes mounts /weft/api/v1/{context,investigate,pivot,spread,incidents}; without an
 // Investigator they answer that investigation is unavailable.
 func investigateRoutes(opts Options) []route {
 	h := &investigateAPI{iv: opts.Investigate, logger: opts.Logger, now: time.Now}
@@ -41,6 +47,8 @@ func investigateRoutes(opts Options) []route {
 		{pattern: "POST /weft/api/v1/pivot", name: "/weft/api/v1/pivot", ready: true, h: http.HandlerFunc(h.pivot)},
 		{pattern: "GET /weft/api/v1/spread", name: "/weft/api/v1/spread", ready: true, h: http.HandlerFunc(h.spread)},
 		{pattern: "POST /weft/api/v1/spread", name: "/weft/api/v1/spread", ready: true, h: http.HandlerFunc(h.spread)},
+		{pattern: "GET /weft/api/v1/incidents", name: "/weft/api/v1/incidents", ready: true, h: http.HandlerFunc(h.incidents)},
+		{pattern: "POST /weft/api/v1/incidents", name: "/weft/api/v1/incidents", ready: true, h: http.HandlerFunc(h.incidents)},
 	}
 }
 
@@ -68,6 +76,11 @@ func (h *investigateAPI) form(w http.ResponseWriter, r *http.Request) bool {
 // window reads start and end (unix seconds or RFC 3339); end defaults to
 // now, start to an hour before end.
 func (h *investigateAPI) window(r *http.Request) (time.Time, time.Time, error) {
+	return h.windowOf(r, contextWindow)
+}
+
+// windowOf is window with start defaulting to def before end.
+func (h *investigateAPI) windowOf(r *http.Request, def time.Duration) (time.Time, time.Time, error) {
 	end := h.now()
 	if s := r.Form.Get("end"); s != "" {
 		t, err := parseAPITime(s)
@@ -76,7 +89,7 @@ func (h *investigateAPI) window(r *http.Request) (time.Time, time.Time, error) {
 		}
 		end = t
 	}
-	start := end.Add(-contextWindow)
+	start := end.Add(-def)
 	if s := r.Form.Get("start"); s != "" {
 		t, err := parseAPITime(s)
 		if err != nil {
@@ -215,6 +228,38 @@ func (h *investigateAPI) pivot(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ans, err := h.iv.Pivot(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	respond(w, h.logger, ans)
+}
+
+// incidents serves /weft/api/v1/incidents: by (gpu_uuid, host, node,
+// model_version, dependency, model, service, run_id; empty: all), start,
+// end (default the 7 days before now), match[] (selectors over the
+// incidents' context), min_count, limit.
+func (h *investigateAPI) incidents(w http.ResponseWriter, r *http.Request) {
+	if !h.form(w, r) {
+		return
+	}
+	start, end, err := h.windowOf(r, incidentsWindow)
+	if err != nil {
+		respondError(w, h.logger, errorBadData, err)
+		return
+	}
+	req := investigate.IncidentsRequest{By: r.Form.Get("by"), Start: start, End: end, Match: r.Form["match[]"]}
+	for name, dst := range map[string]*int{"min_count": &req.MinCount, "limit": &req.Limit} {
+		if v := r.Form.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				respondError(w, h.logger, errorBadData, fmt.Errorf("%s %q: a positive integer", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	ans, err := h.iv.Incidents(r.Context(), req)
 	if err != nil {
 		h.fail(w, r, err)
 		return

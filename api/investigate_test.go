@@ -22,6 +22,7 @@ type fakeInvestigator struct {
 	sym        investigate.Symptom
 	spread     investigate.SpreadRequest
 	pivot      investigate.PivotRequest
+	incidents  investigate.IncidentsRequest
 }
 
 func (f *fakeInvestigator) Context(_ context.Context, sel string, start, end time.Time) (*investigate.WorkloadContext, error) {
@@ -54,6 +55,14 @@ func (f *fakeInvestigator) Pivot(_ context.Context, r investigate.PivotRequest) 
 	}
 	f.pivot = r
 	return &investigate.PivotAnswer{From: r.Resource, Pivots: []investigate.Pivot{{Key: "run_id", Value: "r42"}}}, nil
+}
+
+func (f *fakeInvestigator) Incidents(_ context.Context, r investigate.IncidentsRequest) (*investigate.IncidentGroups, error) {
+	if r.By == "bad" {
+		return nil, fmt.Errorf("%w: bad key", investigate.ErrInvalid)
+	}
+	f.incidents = r
+	return &investigate.IncidentGroups{By: r.By, Groups: []investigate.IncidentGroup{{Key: "gpu_uuid", Value: "GPU-1", Count: 3}}}, nil
 }
 
 func TestInvestigateRoutes(t *testing.T) {
@@ -119,6 +128,20 @@ func TestInvestigateRoutes(t *testing.T) {
 	for _, q := range []url.Values{{"series": {"bad"}}, {"alert": {"1"}}, {"resource": {`{"a":1}`}}} {
 		if code, body := get("/weft/api/v1/pivot", q); code != 400 || body["errorType"] != "bad_data" {
 			t.Errorf("pivot %v: %d %v, want 400 bad_data", q, code, body)
+		}
+	}
+
+	code, body = get("/weft/api/v1/incidents", url.Values{"by": {"gpu_uuid"}, "match[]": {`{team="pretrain"}`, `{run_id="r1"}`}, "min_count": {"3"}, "limit": {"5"}, "end": {"1700000000"}})
+	r := f.incidents
+	if code != 200 || r.By != "gpu_uuid" || len(r.Match) != 2 || r.MinCount != 3 || r.Limit != 5 || r.End.Unix() != 1700000000 || r.End.Sub(r.Start) != 7*24*time.Hour {
+		t.Fatalf("incidents: %d %v; asked %+v", code, body, r)
+	}
+	if !strings.Contains(fmt.Sprint(body["data"]), "GPU-1") {
+		t.Errorf("incidents data %v", body["data"])
+	}
+	for _, q := range []url.Values{{"by": {"bad"}}, {"min_count": {"0"}}, {"limit": {"x"}}, {"start": {"x"}}} {
+		if code, body := get("/weft/api/v1/incidents", q); code != 400 || body["errorType"] != "bad_data" {
+			t.Errorf("incidents %v: %d %v, want 400 bad_data", q, code, body)
 		}
 	}
 

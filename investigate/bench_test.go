@@ -156,3 +156,31 @@ func addBackground(b *testing.B, r *replayed, n int) {
 		b.Fatalf("%d background series created, want %d", got, n)
 	}
 }
+
+// BenchmarkIncidents groups 10,000 kept alerts (1,000 GPUs, 100 hosts,
+// 2,000 runs) by every key: one read of the incident streams and a
+// decode of every record.
+func BenchmarkIncidents(b *testing.B) {
+	r := newWeft(b)
+	ctx := context.Background()
+	const n = 10_000
+	t0 := time.Now().UTC().Add(-24 * time.Hour)
+	for i := range n {
+		if _, err := r.iv.RecordAlert(ctx, investigate.AlertIncident{
+			Labels: map[string]string{"alertname": "GPUXidError", "gpu_uuid": "GPU-" + strconv.Itoa(i%1000),
+				"host": "node-" + strconv.Itoa(i%1000/10), "run_id": "r" + strconv.Itoa(i%2000)},
+			ActiveAt: t0.Add(time.Duration(i) * time.Second),
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := investigate.IncidentsRequest{Start: t0.Add(-time.Minute), End: time.Now()}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ans, err := r.iv.Incidents(ctx, req)
+		if err != nil || ans.Incidents != n || len(ans.Groups) == 0 {
+			b.Fatalf("%v: %+v", err, ans)
+		}
+	}
+}

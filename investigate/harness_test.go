@@ -32,6 +32,16 @@ func scenarioOptions() scenario.Options {
 
 func replay(t testing.TB, name string, o scenario.Options) *replayed {
 	t.Helper()
+	r := newWeft(t)
+	r.data = r.load(t, name, o, nil)
+	r.opts = o
+	return r
+}
+
+// newWeft is an empty weft of its own (a substrate behind the real HTTP
+// API, in process) with an Investigator over it.
+func newWeft(t testing.TB) *replayed {
+	t.Helper()
 	sopts := storage.DefaultOptions()
 	sopts.Logs.MaintenanceInterval = -1
 	sopts.RetentionInterval = -1
@@ -61,11 +71,28 @@ func replay(t testing.TB, name string, o scenario.Options) *replayed {
 	s.SetReady(true)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
+	return &replayed{sub: sub, iv: iv, base: srv.URL}
+}
+
+// load generates scenario name, lets edit change it (nil: none) and
+// replays it into r.
+func (r *replayed) load(t testing.TB, name string, o scenario.Options, edit func(*scenario.Data)) *scenario.Data {
+	t.Helper()
+	d, err := scenario.Generate(name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(d)
+	}
+	p, err := d.Encode(scenario.EncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	d, rep, err := scenario.Run(ctx, name, o, scenario.Target{URL: srv.URL}, scenario.ReplayOptions{})
-	if err != nil {
+	if rep, err := scenario.Replay(ctx, p, scenario.Target{URL: r.base}, scenario.ReplayOptions{}); err != nil {
 		t.Fatalf("replay %s: %v (report %+v)", name, err, rep)
 	}
-	return &replayed{data: d, sub: sub, iv: iv, base: srv.URL, opts: o}
+	return d
 }

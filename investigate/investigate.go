@@ -39,6 +39,9 @@ type Report struct {
 	Causes  []Cause       `json:"causes"`
 	// Seconds is how long the investigation took.
 	Seconds float64 `json:"seconds"`
+	// Incident is the ID the investigation is kept under as an incident
+	// (Incidents); empty when none is kept.
+	Incident string `json:"incident,omitempty"`
 }
 
 // SymptomReport is the symptom as weft understood it.
@@ -186,6 +189,14 @@ func (iv *Investigator) Investigate(ctx context.Context, s Symptom) (*Report, er
 		return nil, err
 	}
 	rep.Causes = a.rank()
+	if inc := iv.incidentOfReport(s, rep); inc != nil && iv.opts.Incidents != nil {
+		// The answer stands without its record: a failed write is logged.
+		if err := iv.record(ctx, inc); err != nil {
+			iv.opts.Logger.Warn("incident not kept", "incident", inc.ID, "err", err)
+		} else {
+			rep.Incident = inc.ID
+		}
+	}
 	rep.Seconds = time.Since(t0).Seconds()
 	return rep, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -104,7 +105,10 @@ func (o Options) withDefaults() Options {
 
 // Investigator answers the package's questions. Safe for concurrent use.
 type Investigator struct {
-	opts Options
+	// opts' Index and Logs hide weft's own streams (ownHidingIndex); rawLogs is
+	// the log store as given, where the incidents are read.
+	opts    Options
+	rawLogs Logs
 }
 
 // Errors. ErrInvalid wraps every error caused by the caller's input (the
@@ -120,7 +124,38 @@ func New(opts Options) (*Investigator, error) {
 	if opts.Index == nil {
 		return nil, fmt.Errorf("investigate: %w: no index", ErrUnavailable)
 	}
-	return &Investigator{opts: opts.withDefaults()}, nil
+	opts = opts.withDefaults()
+	iv := &Investigator{opts: opts, rawLogs: opts.Logs}
+	iv.opts.Index = ownHidingIndex{opts.Index}
+	if opts.Logs != nil {
+		iv.opts.Logs = ownHidingLogs{opts.Logs}
+	}
+	return iv, nil
+}
+
+// notOwn selects the streams without a KindLabel: the workload's, not
+// weft's own records (incidents). It matches the empty value, so the index
+// applies it by subtracting the few streams that carry the label.
+var notOwn = labels.MustNewMatcher(labels.MatchEqual, KindLabel, "")
+
+// ownHidingIndex and ownHidingLogs add notOwn to every selector, so that
+// contexts, pivots and investigations never read incidents as the
+// workload's log streams or their lines as its log patterns.
+type ownHidingIndex struct{ Index }
+
+func (x ownHidingIndex) Postings(ctx context.Context, kind index.Kind, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error) {
+	return x.Index.Postings(ctx, kind, mint, maxt, append(slices.Clip(ms), notOwn)...)
+}
+
+type ownHidingLogs struct{ Logs }
+
+func (x ownHidingLogs) EachStreamTotal(ctx context.Context, start, end int64, ms []*labels.Matcher, f func(ls labels.Labels, t logstore.Stats)) error {
+	return x.Logs.EachStreamTotal(ctx, start, end, append(slices.Clip(ms), notOwn), f)
+}
+
+func (x ownHidingLogs) Select(ctx context.Context, p logentry.SelectParams) (logentry.Iterator, error) {
+	p.Matchers = append(slices.Clip(p.Matchers), notOwn)
+	return x.Logs.Select(ctx, p)
 }
 
 func invalid(format string, a ...any) error {

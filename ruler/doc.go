@@ -18,7 +18,10 @@
 // Files: ruler.go (the Ruler: New, ApplyConfig, Start, Stop, the
 // retrievers the HTTP API reads), options.go (Options, Config), loader.go
 // (the group loader and languages), logql.go (the LogQL adapter and query
-// function), notify.go (notifier and Alertmanager discovery), check.go
+// function), notify.go (notifier and Alertmanager discovery),
+// investigate.go (firing alerts handed to an Investigator, kept as
+// incidents, and the opted-in ones' probable cause added to their
+// annotations), check.go
 // (validation for `weft check-rules`), unittest*.go (a runner for rule unit
 // tests in the `promtool test rules` format, over weft's own storage and
 // engines).

@@ -120,9 +120,19 @@ func withLanguage(ctx context.Context, g *rules.Group) context.Context {
 }
 
 // evalIteration is the manager's GroupEvalIterationFunc: upstream's, with
-// the group's language in the context.
+// the group's language and query offset in the context.
 func evalIteration(ctx context.Context, g *rules.Group, ts time.Time) {
-	rules.DefaultEvalIterationFunc(withLanguage(ctx, g), g, ts)
+	ctx = context.WithValue(withLanguage(ctx, g), queryOffsetKey{}, g.QueryOffset())
+	rules.DefaultEvalIterationFunc(ctx, g, ts)
+}
+
+type queryOffsetKey struct{}
+
+// contextQueryOffset is the query offset of the group evaluating in ctx:
+// its alerts fire at ts on the data of ts less the offset.
+func contextQueryOffset(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(queryOffsetKey{}).(time.Duration)
+	return d
 }
 
 // checkFile validates one rule file as Load does, without a manager, and

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/model/labels"
 	promnotifier "github.com/prometheus/prometheus/notifier"
 	"github.com/prometheus/prometheus/rules"
 )
@@ -90,20 +91,30 @@ func (n *notifier) stop() {
 
 // notifyFunc is the manager's NotifyFunc: rules.SendAlerts with weft's
 // generatorURL, which opens the rule's expression in weft's query API
-// (/api/v1/query for PromQL, /loki/api/v1/query for LogQL).
-func (n *notifier) notifyFunc(external *url.URL) rules.NotifyFunc {
+// (/api/v1/query for PromQL, /loki/api/v1/query for LogQL), and, with an
+// explainer, the alerts handed to the Investigator and the opted-in ones'
+// probable cause in their annotations (investigate.go).
+func (n *notifier) notifyFunc(external *url.URL, ex *explainer) rules.NotifyFunc {
 	base := strings.TrimSuffix(external.String(), "/")
 	return func(ctx context.Context, expr string, alerts ...*rules.Alert) {
 		if len(alerts) == 0 {
 			return
 		}
-		gen := generatorURL(base, contextLanguage(ctx), expr)
+		lang := contextLanguage(ctx)
+		gen := generatorURL(base, lang, expr)
+		anns := make([]labels.Labels, len(alerts))
+		for i, a := range alerts {
+			anns[i] = a.Annotations
+		}
+		if ex != nil {
+			anns = ex.annotate(ctx, lang, expr, alerts)
+		}
 		out := make([]*promnotifier.Alert, 0, len(alerts))
-		for _, a := range alerts {
+		for i, a := range alerts {
 			na := &promnotifier.Alert{
 				StartsAt:     a.FiredAt,
 				Labels:       a.Labels,
-				Annotations:  a.Annotations,
+				Annotations:  anns[i],
 				GeneratorURL: gen,
 			}
 			if !a.ResolvedAt.IsZero() {

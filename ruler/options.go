@@ -37,6 +37,15 @@ const (
 	// weft's targets are static, so there is nothing to batch and a shorter
 	// wait only makes a reload take effect sooner.
 	DefaultDiscoveryUpdate = time.Second
+	// DefaultInvestigateTimeout bounds one alert's investigation: an
+	// investigation answers in about a second (docs/investigation.md), and
+	// a rule's evaluation waits for it before the notification goes out.
+	DefaultInvestigateTimeout = 10 * time.Second
+	// DefaultMaxInvestigationsPerEval bounds the investigations one rule's
+	// evaluation waits for, so that a rule firing for a whole fleet at once
+	// delays its group by a few timeouts at most; the other alerts go out
+	// without a cause and are investigated at their next resends.
+	DefaultMaxInvestigationsPerEval = 4
 )
 
 // Options configure a Ruler. Appendable, Queryable and Engine are required;
@@ -65,6 +74,19 @@ type Options struct {
 	// DiscoveryUpdate: see DefaultDiscoveryUpdate.
 	DiscoveryUpdate time.Duration
 
+	// Investigator receives every alert when it starts firing (it keeps
+	// them as incidents) and investigates the alerts whose rule opts in
+	// with the annotation or label weft_investigate: "true", whose
+	// notifications then carry the top-ranked cause in the probable_cause
+	// annotation and a link to the investigation in investigation_url
+	// (investigate.go, docs/investigation.md). Each firing alert is handed
+	// over once; its answer is re-used on every resend. nil: alerts are
+	// sent as evaluated.
+	Investigator Investigator
+	// InvestigateTimeout and MaxInvestigationsPerEval: see the defaults.
+	InvestigateTimeout       time.Duration
+	MaxInvestigationsPerEval int
+
 	// Logger receives the manager's and the notifier's messages; nil
 	// discards them.
 	Logger *slog.Logger
@@ -82,6 +104,8 @@ func DefaultOptions() Options {
 		ResendDelay:               DefaultResendDelay,
 		NotificationQueueCapacity: DefaultNotificationQueueCapacity,
 		DiscoveryUpdate:           DefaultDiscoveryUpdate,
+		InvestigateTimeout:        DefaultInvestigateTimeout,
+		MaxInvestigationsPerEval:  DefaultMaxInvestigationsPerEval,
 	}
 }
 
@@ -104,6 +128,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DiscoveryUpdate <= 0 {
 		o.DiscoveryUpdate = d.DiscoveryUpdate
+	}
+	if o.InvestigateTimeout <= 0 {
+		o.InvestigateTimeout = d.InvestigateTimeout
+	}
+	if o.MaxInvestigationsPerEval <= 0 {
+		o.MaxInvestigationsPerEval = d.MaxInvestigationsPerEval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -85,7 +85,7 @@ func New(opts Options) (*Ruler, error) {
 		NameValidationScheme:     model.UTF8Validation,
 		ExternalURL:              opts.ExternalURL,
 		QueryFunc:                r.query,
-		NotifyFunc:               n.notifyFunc(opts.ExternalURL),
+		NotifyFunc:               n.notifyFunc(opts.ExternalURL, newExplainer(opts)),
 		Context:                  ctx,
 		AppendableV2:             opts.Appendable,
 		Queryable:                opts.Queryable,

@@ -173,8 +173,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		aopts.Traces = sub.Traces()
 		aopts.StorageHealth = sub.Health // /-/ready: disk below its reserve, store failed
 	}
-	if aopts.Investigate, err = newInvestigator(sub, aopts.Engine, opts.Workload, logger); err != nil {
+	iv, err := newInvestigator(sub, aopts.Engine, opts.Workload, logger)
+	if err != nil {
 		return nil, err
+	}
+	if iv != nil {
+		aopts.Investigate = iv
 	}
 	aopts.OTLPTraces.MaxRequestBytes = opts.OTLP.MaxRequestBytes
 	aopts.OTLPTraces.RetryAfter = opts.OTLP.RetryAfter
@@ -219,7 +223,13 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// store: the stateless scale-out targets have none (cluster.go).
 	var rules *rulesState
 	if role.store {
-		if rules, err = newRules(opts.Rules, db, aopts.Engine, logql.NewEngine(logs, opts.LogQL), reg, logger); err != nil {
+		ro := opts.Rules
+		if iv != nil && ro.Ruler.Investigator == nil {
+			// Firing alerts are kept as incidents; opted-in ones carry their
+			// probable cause (investigate.go).
+			ro.Ruler.Investigator = alertInvestigator{iv}
+		}
+		if rules, err = newRules(ro, db, aopts.Engine, logql.NewEngine(logs, opts.LogQL), reg, logger); err != nil {
 			return nil, err
 		}
 		defer func() {

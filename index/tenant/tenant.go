@@ -17,10 +17,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/grafana/regexp"
 	"github.com/prometheus/prometheus/model/labels"
 )
 

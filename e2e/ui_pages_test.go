@@ -121,7 +121,7 @@ func TestUIPages(t *testing.T) {
 		if id := eval[string](t, b, `document.querySelector('[data-testid=trace-id]').innerText`); id != uiTraceID {
 			t.Errorf("trace page for %q, want %s", id, uiTraceID)
 		}
-		b.noConsoleErrorsBut404(t, "/api/v2/traces/"+uiTraceID)
+		b.noConsoleErrorsBut(t, "/api/v2/traces/"+uiTraceID, "404")
 	})
 
 	t.Run("all lines of a rank", func(t *testing.T) {

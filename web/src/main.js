@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { html } from './html.js';
 import { ROUTES, matchRoute } from './routes.js';
 import { buildHash, parseHash } from './lib/url.js';
+import { getTenant, setTenant } from './lib/tenant.js';
 
 function useHash() {
   const [hash, setHash] = useState(location.hash);
@@ -75,6 +76,7 @@ function App() {
           (r) => html`<a href=${buildHash([r.name], {})} class=${current === r.name ? 'active' : ''}>${r.title}</a>`,
         )}
       </nav>
+      <${TenantPicker} />
     </header>
     <main>
       ${route
@@ -82,6 +84,30 @@ function App() {
         : html`<div class="error">No page at "${hash}". <a href="#/">Go to the metrics page</a>.</div>`}
     </main>
   `;
+}
+
+// TenantPicker sets the tenant the UI reads as (multi-tenancy): shown once
+// one is set or the server has asked for one; a change reloads the page.
+function TenantPicker() {
+  const [tenant] = useState(getTenant);
+  const [draft, setDraft] = useState(tenant);
+  const [needed, setNeeded] = useState(false);
+  useEffect(() => {
+    const on = () => setNeeded(true);
+    addEventListener('weft-tenant-needed', on);
+    return () => removeEventListener('weft-tenant-needed', on);
+  }, []);
+  if (!tenant && !needed) return null;
+  const apply = (e) => {
+    e.preventDefault();
+    if (draft.trim() === tenant) return;
+    setTenant(draft);
+    location.reload();
+  };
+  return html`<form class="tenant" data-testid="tenant-picker" onSubmit=${apply} title="the tenant every request names (X-Scope-OrgID); a|b reads several where federation is on">
+    <label>tenant <input aria-label="tenant" data-testid="tenant-input" size="12" value=${draft} onInput=${(e) => setDraft(e.target.value)} /></label>
+    <button type="submit">set</button>
+  </form>`;
 }
 
 render(html`<${App} />`, document.getElementById('app'));

@@ -12,6 +12,7 @@ import { tags as t } from '@lezer/highlight';
 import { PromQLExtension } from '@prometheus-io/codemirror-promql';
 import { logqlTokenizer } from './logql.js';
 import { traceqlTokenizer } from './traceql.js';
+import { withTenant } from '../lib/tenant.js';
 
 const style = HighlightStyle.define([
   { tag: [t.keyword, t.operatorKeyword, t.modifier], color: '#7a3e9d' },
@@ -48,7 +49,10 @@ export function createEditor(el, { lang, value, onChange, onRun, placeholder, pr
   let promExt = null;
   if (lang === 'promql') {
     promExt = new PromQLExtension().activateCompletion(true).activateLinter(true).setComplete({
-      remote: { url: promBase, httpMethod: 'GET', lookbackInterval: 12 * 3600 * 1000, httpErrorHandler: () => {} },
+      remote: {
+        url: promBase, httpMethod: 'GET', lookbackInterval: 12 * 3600 * 1000, httpErrorHandler: () => {},
+        fetchFn: (input, init) => fetch(input, { ...init, headers: withTenant(init && init.headers) }),
+      },
       maxMetricsMetadata: 10000,
     });
     langExt.push(promExt.asExtension());

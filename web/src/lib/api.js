@@ -1,7 +1,9 @@
 // The API client: every request the UI makes goes through here, relative
 // to the document's base URL (index.html's <base href>, which weft sets to
 // its route prefix or external URL path), so the UI works behind a proxy.
-// A page that needs a new endpoint adds a method here.
+// A page that needs a new endpoint adds a method here. With a tenant set
+// (lib/tenant.js) every request carries it in X-Scope-OrgID.
+import { getTenant, needsTenant, withTenant } from './tenant.js';
 
 export class APIError extends Error {
   constructor(message, status, type) {
@@ -33,12 +35,16 @@ function buildURL(path, params) {
 async function request(path, params, { signal, headers, text } = {}) {
   let resp;
   try {
-    resp = await fetch(buildURL(path, params), { signal, headers, credentials: 'same-origin' });
+    resp = await fetch(buildURL(path, params), { signal, headers: withTenant(headers), credentials: 'same-origin' });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
     throw new APIError(`${path}: ${e.message}`, 0);
   }
   const body = await resp.text();
+  if (needsTenant(resp.status, body)) {
+    if (typeof dispatchEvent === 'function') dispatchEvent(new Event('weft-tenant-needed'));
+    throw new APIError(`${body.trim()}${getTenant() ? '' : ' — set the tenant in the top bar'}`, resp.status);
+  }
   if (text) {
     if (!resp.ok) throw new APIError(body.trim() || resp.statusText, resp.status);
     return body;

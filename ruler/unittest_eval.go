@@ -54,6 +54,7 @@ func newHarness(ctx context.Context, tmp string) (_ *harness, err error) {
 	sopts.Retention = -1 // test data starts at 1970; keep all of it
 	sopts.RetentionInterval = -1
 	sopts.Logs.MaintenanceInterval = -1
+	sopts.DiskReserve = -1 // a scratch store per test: no ballast
 	if h.sub, err = storage.OpenSubstrate(ctx, dir, sopts); err != nil {
 		return nil, fmt.Errorf("open test store: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,6 +174,13 @@ func TestBuildAndRead(t *testing.T) {
 	}
 	defer r.Stop()
 	metas := r.Blocks()
+	for _, m := range metas {
+		for _, f := range m.Files {
+			if strings.Contains(f.Path, "ballast") {
+				t.Errorf("block %s uploads %s (%d bytes): a block's store keeps no disk ballast", m.ID, f.Path, f.Size)
+			}
+		}
+	}
 	if len(metas) != 2 || metas[0].Offsets.End != metas[1].Offsets.Start || metas[0].Stats.Samples != 10 || metas[1].Stats.Entries != 1 {
 		t.Fatalf("blocks: %+v", metas)
 	}

@@ -255,6 +255,9 @@ func (b *Builder) open(ctx context.Context, p int32, start, first int64) (*windo
 	sopts := b.opts.Storage
 	sopts.RetentionInterval = -1
 	sopts.CheckpointInterval = -1
+	// A block's store is scratch that is uploaded whole: no disk guard,
+	// whose ballast file would be uploaded with every block.
+	sopts.DiskReserve = -1
 	sopts.Logger = b.logger.With("component", "block store")
 	sub, err := storage.OpenSubstrate(ctx, dir, sopts)
 	if err != nil {

@@ -366,8 +366,13 @@ func ReadCPUSeconds(pid int) (float64, error) {
 	return (ut + stt) / clockTicks, nil
 }
 
+// ballastName is weft's disk ballast (storage/diskspace.BallastName): a
+// preallocated reserve of up to 512 MiB, released on a full disk, not data.
+const ballastName = "disk-ballast"
+
 // DirSize returns the allocated (du-style) and apparent byte sizes of every
-// file under dir.
+// file under dir but weft's disk ballast, whose fixed size would otherwise
+// count as bytes per sample.
 func DirSize(dir string) (allocated, apparent int64, err error) {
 	err = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -376,7 +381,7 @@ func DirSize(dir string) (allocated, apparent int64, err error) {
 			}
 			return err
 		}
-		if !d.Type().IsRegular() {
+		if !d.Type().IsRegular() || d.Name() == ballastName {
 			return nil
 		}
 		fi, err := d.Info()

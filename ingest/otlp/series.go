@@ -290,6 +290,10 @@ func (ing *Ingester) convert(ctx context.Context, md pmetric.Metrics, app *check
 		ing.builders.Put(b)
 	}()
 	p := ing.prepare(md, b, rej)
+	if len(b.collided) > 0 {
+		ing.logger.Warn("otlp_label_name_collisions", "labels", b.collided,
+			"detail", "attributes that sanitize to the same label name; values joined with ';'")
+	}
 	app.series = p.series
 	conv := ing.converters.Get().(*prw.PrometheusConverter)
 	conv.Reset(app)

@@ -70,9 +70,12 @@ type labelBuilder struct {
 	scopeMetadata   bool
 
 	names map[string]string // attribute key → sanitized label name, this request
-	pairs []attrPair
-	over  overlay
-	sb    labels.ScratchBuilder
+	// collided are label names whose values were joined (at most
+	// maxCollisions), for one warning per request as the converter gives.
+	collided []string
+	pairs    []attrPair
+	over     overlay
+	sb       labels.ScratchBuilder
 }
 
 // attrPair is one attribute being turned into a label.
@@ -116,6 +119,7 @@ func (b *labelBuilder) reset() {
 		b.names = nil
 	}
 	clear(b.names)
+	b.collided = b.collided[:0]
 }
 
 // maxCachedNames bounds the sanitized names kept between requests (the
@@ -253,7 +257,7 @@ func (b *labelBuilder) build(attrs pcommon.Map, ignore []string, rc *resourceCon
 		slices.SortFunc(pairs, func(x, y attrPair) int {
 			return cmp.Or(strings.Compare(x.name, y.name), strings.Compare(x.key, y.key), cmp.Compare(x.idx, y.idx))
 		})
-		base = foldCollisions(pairs)
+		base = foldCollisions(pairs, b.collide)
 	}
 
 	// Rules 2-5: a few labels over the base.
@@ -282,10 +286,21 @@ func (b *labelBuilder) build(attrs pcommon.Map, ignore []string, rc *resourceCon
 	return o.labels(&b.sb), nil
 }
 
+// maxCollisions bounds the colliding names one request's warning quotes.
+const maxCollisions = 8
+
+// collide records that attributes collided as label name.
+func (b *labelBuilder) collide(name string) {
+	if len(b.collided) < maxCollisions && !slices.Contains(b.collided, name) {
+		b.collided = append(b.collided, name)
+	}
+}
+
 // foldCollisions folds pairs sorted by (name, key) into one pair per name,
 // joining the values of a name with ";" from its first non-empty value on
-// and dropping names without one. It reuses pairs' array.
-func foldCollisions(pairs []attrPair) []attrPair {
+// and dropping names without one; collided is called for each name of more
+// than one attribute. It reuses pairs' array.
+func foldCollisions(pairs []attrPair, collided func(name string)) []attrPair {
 	out := pairs[:0]
 	var sb strings.Builder
 	for i := 0; i < len(pairs); {
@@ -295,6 +310,7 @@ func foldCollisions(pairs []attrPair) []attrPair {
 		}
 		p := pairs[i]
 		if j-i > 1 {
+			collided(p.name)
 			first := i
 			for first < j && pairs[first].value == "" {
 				first++

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -189,5 +190,27 @@ func BenchmarkLabels(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLabelCollisionWarning: attributes that sanitize to one label name are
+// joined and logged once per request, as the converter's annotation was.
+func TestLabelCollisionWarning(t *testing.T) {
+	var logs strings.Builder
+	opts := DefaultOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	ing, db := newTestIngester(t, opts)
+	md := gaugeWithAttrs(0, 0, 0)
+	attrs := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(1).Gauge().DataPoints().At(0).Attributes()
+	attrs.PutStr("a.b", "1")
+	attrs.PutStr("a_b", "2")
+	if _, err := ing.Ingest(context.Background(), md); err != nil {
+		t.Fatal(err)
+	}
+	if got := filterName(dumpSeries(t, db), "bad"); len(got) != 1 || !strings.Contains(got[0], `a_b="1;2"`) {
+		t.Fatalf("stored %v", got)
+	}
+	if !strings.Contains(logs.String(), "otlp_label_name_collisions") || !strings.Contains(logs.String(), "a_b") {
+		t.Fatalf("log %q", logs.String())
 	}
 }

@@ -48,6 +48,10 @@ type targetSeries struct {
 // resource and scope attributes and names are removed, so the converter's
 // label work is constant per point. The checked appender puts the labels
 // back (expand) and appendTargetInfo writes target_info.
+//
+// It runs after delta conversion, which needs the attributes: a rejected
+// delta point has updated its stream's state, which is never visible, since
+// a stream's labels, and so the verdict, are the same for all its points.
 func (ing *Ingester) prepare(md pmetric.Metrics, b *labelBuilder, rej *rejections) *prepared {
 	p := &prepared{}
 	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
@@ -286,6 +290,10 @@ func (ing *Ingester) convert(ctx context.Context, md pmetric.Metrics, app *check
 		ing.builders.Put(b)
 	}()
 	p := ing.prepare(md, b, rej)
+	if len(b.collided) > 0 {
+		ing.logger.Warn("otlp_label_name_collisions", "labels", b.collided,
+			"detail", "attributes that sanitize to the same label name; values joined with ';'")
+	}
 	app.series = p.series
 	conv := ing.converters.Get().(*prw.PrometheusConverter)
 	conv.Reset(app)

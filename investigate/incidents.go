@@ -48,9 +48,9 @@ const (
 	// maxIncidentCauses is how many of an investigation's causes an
 	// incident keeps.
 	maxIncidentCauses = 3
-	// maxWorkloadValues: a workload key (run_id, service, model,
-	// model_version) with more values than this in the symptom's context
-	// says nothing about the incident and is left out.
+	// maxWorkloadValues: a workload key the symptom names (run_id,
+	// service, model, model_version) with more values than this in its
+	// context says nothing about the incident and is left out.
 	maxWorkloadValues = 4
 	// maxIncidentsRead bounds the incidents one Incidents call reads; the
 	// answer says when it stopped there.
@@ -107,7 +107,7 @@ type AlertIncident struct {
 
 // incidentOfReport is the incident an investigation found, or nil when it
 // found neither a symptom nor a cause.
-func (iv *Investigator) incidentOfReport(s Symptom, rep *Report) *Incident {
+func (iv *Investigator) incidentOfReport(s Symptom, sel selector, rep *Report) *Incident {
 	if len(rep.Causes) == 0 && !rep.Symptom.Found {
 		return nil
 	}
@@ -138,10 +138,16 @@ func (iv *Investigator) incidentOfReport(s Symptom, rep *Report) *Incident {
 		add("service", w.Service)
 		add("run_id", w.RunID)
 	}
-	// What suffered: the symptom's workload, where it is one of a few.
+	// What suffered: the workload the symptom names (a few values at
+	// most), and its model and version where it has one. A run's service
+	// is its job's name ("trainer"), not a workload: only a symptom on a
+	// service places the incident on one.
+	named := func(k string) bool {
+		return slices.ContainsFunc(sel.ms, func(m *labels.Matcher) bool { return iv.incidentKey(m.Name) == k || k == "service" && m.Name == "service_name" })
+	}
 	for _, k := range []string{"run_id", "service", "model", "model_version"} {
 		vs := rep.Symptom.Context[k]
-		if len(vs) == 0 || len(vs) > maxWorkloadValues {
+		if len(vs) == 0 || len(vs) > maxWorkloadValues || !named(k) && (len(vs) > 1 || k == "service") {
 			continue
 		}
 		for _, v := range vs {

@@ -182,6 +182,13 @@ func TestIncidentsSameGPUAcrossRuns(t *testing.T) {
 			t.Errorf("by %q: top group's causes %+v", by, top.Causes)
 		}
 	}
+	// A run's service is its job ("trainer"): three runs do not share it.
+	q.Set("by", "service")
+	var svc investigate.IncidentGroups
+	httpJSON(t, http.MethodGet, r.base+"/weft/api/v1/incidents", q, &svc)
+	if len(svc.Groups) != 0 {
+		t.Errorf("by service: %+v, want no group", svc.Groups)
+	}
 	// One run alone shares nothing.
 	q.Set("by", "gpu_uuid")
 	q.Set("match[]", `{run_id="`+runs[1]+`"}`)

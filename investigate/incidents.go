@@ -143,7 +143,9 @@ func (iv *Investigator) incidentOfReport(s Symptom, sel selector, rep *Report) *
 	// is its job's name ("trainer"), not a workload: only a symptom on a
 	// service places the incident on one.
 	named := func(k string) bool {
-		return slices.ContainsFunc(sel.ms, func(m *labels.Matcher) bool { return iv.incidentKey(m.Name) == k || k == "service" && m.Name == "service_name" })
+		return slices.ContainsFunc(sel.ms, func(m *labels.Matcher) bool {
+			return iv.incidentKey(m.Name) == k || k == "service" && m.Name == "service_name"
+		})
 	}
 	for _, k := range []string{"run_id", "service", "model", "model_version"} {
 		vs := rep.Symptom.Context[k]

@@ -58,6 +58,13 @@ const (
 	// defaultIncidentGroups is how many groups an answer lists unless
 	// asked for another number.
 	defaultIncidentGroups = 100
+	// incidentMergeWindow: the same symptom with the same top cause seen
+	// again within this long of its last sighting is one incident, not
+	// another: investigations are re-run while a problem lasts (a page
+	// reloaded, the alert's investigation_url opened), and an alert that
+	// flaps fires again within minutes. As long as an investigation's
+	// window (Baseline and Lead, 30 minutes by default).
+	incidentMergeWindow = 30 * time.Minute
 )
 
 // Incident is one incident as kept: what was seen, where and when, and
@@ -411,9 +418,39 @@ func (iv *Investigator) readIncidents(ctx context.Context, start, end time.Time)
 	if err := it.Err(); err != nil {
 		return nil, false, fmt.Errorf("read incidents: %w", err)
 	}
-	out := slices.Collect(maps.Values(byID))
-	slices.SortFunc(out, func(a, b *Incident) int { return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.ID, b.ID)) })
+	all := slices.Collect(maps.Values(byID))
+	slices.SortFunc(all, func(a, b *Incident) int { return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.ID, b.ID)) })
+	// The same symptom with the same top cause, seen again within
+	// incidentMergeWindow of its last sighting (a page reloaded, an alert
+	// flapping), is the same incident.
+	last := map[string]time.Time{}
+	out := all[:0]
+	for _, inc := range all {
+		sig := inc.signature()
+		if t, ok := last[sig]; ok && inc.Time.Sub(t) <= incidentMergeWindow {
+			last[sig] = inc.Time
+			continue
+		}
+		last[sig] = inc.Time
+		out = append(out, inc)
+	}
 	return out, truncated, nil
+}
+
+// signature is what makes two records one incident when they are close
+// in time: the symptom and its top cause, or the alert's labels.
+func (inc *Incident) signature() string {
+	if inc.Source == SourceAlert {
+		return inc.Source + "\x00" + labels.FromMap(inc.Alert).String()
+	}
+	sig := inc.Source + "\x00" + inc.Symptom
+	if len(inc.Causes) > 0 {
+		// Kind and place, not the summary: it names the symptom's class,
+		// which a later look may read differently (slowdown, then stall).
+		c := inc.Causes[0]
+		sig += fmt.Sprintf("\x00%s\x00%q\x00%q\x00%s\x00%s\x00%s", c.Kind, c.Where.Nodes, c.Where.GPUUUIDs, c.Where.Dependency, c.Where.Version, c.Where.Service)
+	}
+	return sig
 }
 
 // incidentMatches reports whether every matcher of ms matches one of

@@ -128,15 +128,15 @@ func (iv *Investigator) incidentOfReport(s Symptom, sel selector, rep *Report) *
 	for _, c := range rep.Causes[:min(len(rep.Causes), maxIncidentCauses)] {
 		inc.Causes = append(inc.Causes, IncidentCause{Rank: c.Rank, Kind: c.Kind, Summary: c.Summary, Score: c.Score, Where: c.Where})
 	}
-	if len(rep.Causes) > 0 {
-		w := rep.Causes[0].Where
-		add := func(k string, vs ...string) {
-			for _, v := range vs {
-				if v != "" && !slices.Contains(inc.Context[k], v) {
-					inc.Context[k] = append(inc.Context[k], v)
-				}
+	add := func(k string, vs ...string) {
+		for _, v := range vs {
+			if v != "" && !slices.Contains(inc.Context[k], v) {
+				inc.Context[k] = append(inc.Context[k], v)
 			}
 		}
+	}
+	if len(rep.Causes) > 0 {
+		w := rep.Causes[0].Where
 		add("gpu_uuid", w.GPUUUIDs...)
 		add("host", w.Nodes...)
 		add("model_version", w.Version)
@@ -159,11 +159,7 @@ func (iv *Investigator) incidentOfReport(s Symptom, sel selector, rep *Report) *
 		if len(vs) == 0 || len(vs) > maxWorkloadValues || !named(k) && (len(vs) > 1 || k == "service") {
 			continue
 		}
-		for _, v := range vs {
-			if !slices.Contains(inc.Context[k], v) {
-				inc.Context[k] = append(inc.Context[k], v)
-			}
-		}
+		add(k, vs...)
 	}
 	inc.ID = incidentID(inc.Symptom, strconv.FormatInt(cmp.Or(inc.Onset, inc.Time).UnixMilli(), 10))
 	return inc

@@ -210,3 +210,17 @@ $(PEER_BIN)/jaeger: bench/peers/jaeger/go.mod bench/peers/jaeger/go.sum
 		{ echo "bench/peers/jaeger/go.mod does not pin jaeger $(JAEGER_VERSION)"; exit 1; }
 	@mkdir -p $(PEER_BIN)
 	cd bench/peers/jaeger && $(GO) build -o $(PEER_BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+
+## soak: one weft under mixed load on every ingest path (remote write, OTLP
+## metrics/logs/traces HTTP, Loki push) at SOAK_RATE good requests/s per path
+## for SOAK_DURATION, with bad inputs and stalled clients, under a memory budget
+## (and a memory cgroup where /sys/fs/cgroup is writable); acknowledged vs
+## stored per signal, 429s, p99 ack latency, peak RSS, query answers. Report in
+## bench/results/soak-*.{json,md}. Not part of `make test`; see docs/benchmarks.md.
+SOAK_DURATION ?= 10m
+SOAK_RATE     ?= 20
+
+.PHONY: soak
+soak:
+	$(GO) build -o $(BIN)/ ./cmd/weft-bench ./cmd/weft
+	./$(BIN)/weft-bench -mode soak -soak-duration $(SOAK_DURATION) -soak-rate $(SOAK_RATE) -weft-bin $(BIN)/weft -out bench/results $(BENCH_FLAGS)

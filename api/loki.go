@@ -501,7 +501,7 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, loki.ErrInvalid):
 		a.badRequest(w, err)
-	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld):
+	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld), errors.Is(err, logstore.ErrTenant):
 		a.badRequest(w, err)
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrMemoryBudget): // disk nearly full, store failed, memory budget: retry
 		refuseStorage(w, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
@@ -61,7 +62,8 @@ func (bp broadcastPusher) Push(ctx context.Context, streams []logstore.PushStrea
 	if err := bp.p.Push(ctx, streams); err != nil {
 		return err
 	}
-	bp.b.Publish(streams)
+	tid, _ := tenant.WriteID(ctx) // the push succeeded: it named one tenant
+	bp.b.publish(tid, streams)
 	return nil
 }
 
@@ -69,14 +71,20 @@ func (bp broadcastPusher) Push(ctx context.Context, streams []logstore.PushStrea
 // retain streams' slices beyond the subscribers' queues and never modifies
 // them; the entries must not be modified afterwards. It does not block on
 // a subscriber beyond a short critical section.
-func (b *LogBroadcaster) Publish(streams []logstore.PushStream) {
+func (b *LogBroadcaster) Publish(streams []logstore.PushStream) { b.publish("", streams) }
+
+// publish is Publish for the streams of tenant tid ("" for none: package
+// tenant); only subscribers that may read tid's streams get them.
+func (b *LogBroadcaster) publish(tid string, streams []logstore.PushStream) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if len(b.subs) == 0 {
 		return
 	}
 	for s := range b.subs {
-		s.offer(streams)
+		if s.tenant == nil || s.tenant.Matches(tid) {
+			s.offer(streams)
+		}
 	}
 }
 
@@ -84,9 +92,13 @@ func (b *LogBroadcaster) Publish(streams []logstore.PushStream) {
 // maxQueued bounds its queued entries, maxDropped the dropped entries it
 // remembers until the next take. It returns nil after Close; otherwise the
 // caller must unsubscribe when its connection ends, and end it when done
-// (see Close) is closed.
-func (b *LogBroadcaster) subscribe(ms []*labels.Matcher, maxQueued, maxDropped int) *tailSub {
+// (see Close) is closed. A ctx restricted to tenants (package tenant)
+// receives only their streams.
+func (b *LogBroadcaster) subscribe(ctx context.Context, ms []*labels.Matcher, maxQueued, maxDropped int) *tailSub {
 	s := &tailSub{ms: ms, notify: make(chan struct{}, 1), maxQueued: maxQueued, maxDropped: maxDropped}
+	if set, ok := tenant.FromContext(ctx); ok {
+		s.tenant = set.Matcher()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -120,7 +132,8 @@ type droppedEntry struct {
 // goroutines, take and release on the connection's goroutine.
 type tailSub struct {
 	ms         []*labels.Matcher
-	notify     chan struct{} // a token after each offer that queued or dropped something
+	tenant     *labels.Matcher // the tenants it may read; nil: all
+	notify     chan struct{}   // a token after each offer that queued or dropped something
 	maxQueued  int
 	maxDropped int
 

@@ -72,7 +72,7 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 	}
 
 	bc := a.opts.Broadcaster
-	sub := bc.subscribe(sel.Matchers, a.opts.TailMaxQueued, a.opts.TailMaxDropped)
+	sub := bc.subscribe(r.Context(), sel.Matchers, a.opts.TailMaxQueued, a.opts.TailMaxDropped)
 	if sub == nil {
 		lokiError(w, http.StatusServiceUnavailable, "shutting down")
 		return

@@ -219,9 +219,9 @@ func TestLokiTailSlowClientDoesNotBlockPush(t *testing.T) {
 // maxDropped drops; streams that do not match are not queued.
 func TestLogBroadcasterBoundsASlowSubscriber(t *testing.T) {
 	b := NewLogBroadcaster()
-	sub := b.subscribe([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "a")}, 10, 4)
+	sub := b.subscribe(context.Background(), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "a")}, 10, 4)
 	defer b.unsubscribe(sub)
-	other := b.subscribe([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "zzz")}, 10, 4)
+	other := b.subscribe(context.Background(), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "app", "zzz")}, 10, 4)
 	defer b.unsubscribe(other)
 	var wg sync.WaitGroup
 	for g := range 4 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage/logstore"
 )
@@ -91,7 +92,7 @@ func (a *lokiAPI) deleteCreate(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *lokiAPI) deleteList(w http.ResponseWriter, _ *http.Request) {
+func (a *lokiAPI) deleteList(w http.ResponseWriter, r *http.Request) {
 	del, ok := a.deleteAllowed(w)
 	if !ok {
 		return
@@ -99,6 +100,9 @@ func (a *lokiAPI) deleteList(w http.ResponseWriter, _ *http.Request) {
 	reqs := del.DeleteRequests()
 	out := make([]deleteRequestJSON, 0, len(reqs)) // [] rather than null, as Loki answers
 	for _, d := range reqs {
+		if !tenant.Visible(r.Context(), d.Tenant()) {
+			continue // another tenant's request
+		}
 		st := deleteStatusReceived
 		if d.Processed {
 			st = deleteStatusProcessed

@@ -201,6 +201,9 @@ type Options struct {
 	// TrustedOrigins ("scheme://host[:port]") may send state-changing
 	// requests from a browser page of another origin (crosssite.go).
 	TrustedOrigins []string
+	// Tenancy is multi-tenancy (tenancy.go); the zero value is off: every
+	// request is the anonymous tenant's.
+	Tenancy TenancyOptions
 	// BuildInfo is reported by status/buildinfo.
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).

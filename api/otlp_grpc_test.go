@@ -73,6 +73,7 @@ func TestOTLPGRPC(t *testing.T) {
 		{name: "rich", md: otlpRich(t), code: codes.OK, series: 14},
 		{name: "partial success, gzip", md: otlpMixed(), gzip: true, code: codes.OK, rejected: 1, msg: "invalid label name", series: 15},
 		{name: "all invalid", md: otlpAllBad(), code: codes.InvalidArgument, msg: "invalid label name", series: 15},
+		{name: "too many labels", md: otlpManyLabels(1000), code: codes.InvalidArgument, msg: "limits.remote_write.max_labels_per_series", series: 15},
 		{name: "too large", md: big, code: codes.ResourceExhausted, series: 15},
 		{name: "storage unavailable", md: otlpGauge("g1"), fail: true, code: codes.Unavailable, msg: "no space left", series: 15},
 		{name: "recovered", md: otlpGauge("g2"), code: codes.OK, series: 16},

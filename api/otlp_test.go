@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -71,6 +72,18 @@ func otlpAllBad() pmetric.Metrics {
 	md := otlpMixed()
 	md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().RemoveIf(
 		func(p pmetric.NumberDataPoint) bool { return p.Attributes().Len() == 0 })
+	return md
+}
+
+// otlpManyLabels has one gauge point with n attributes.
+func otlpManyLabels(n int) pmetric.Metrics {
+	md := otlpGauge("wide")
+	attrs := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Attributes()
+	raw := make(map[string]any, n)
+	for i := range n {
+		raw[fmt.Sprintf("attr_%d", i)] = "v"
+	}
+	_ = attrs.FromRaw(raw)
 	return md
 }
 
@@ -226,6 +239,7 @@ func TestOTLPHTTP(t *testing.T) {
 		{name: "json with charset", ct: json + "; charset=utf-8", body: otlpBody(t, otlpMixed(), json), code: 200, rejected: 1, msg: "invalid label name", series: 15},
 		{name: "protobuf partial success", ct: pb, body: otlpBody(t, otlpMixed(), pb), code: 200, rejected: 1, msg: "invalid label name", series: 15},
 		{name: "all points invalid", ct: pb, body: otlpBody(t, otlpAllBad(), pb), code: 400, msg: "invalid label name", series: 15},
+		{name: "too many labels", ct: pb, body: otlpBody(t, otlpManyLabels(1000), pb), code: 400, msg: "more than the limit of 1000 (limits.remote_write.max_labels_per_series)", series: 15},
 		{name: "garbage protobuf", ct: pb, body: []byte("\xff\xff\xff not protobuf"), code: 400, msg: "decode OTLP metrics", series: 15},
 		{name: "garbage json", ct: json, body: []byte(`{"resourceMetrics": [{"resource": 7}]}`), code: 400, msg: "decode OTLP metrics", series: 15},
 		{name: "bad gzip", ct: json, enc: "gzip", body: []byte("not gzip"), code: 400, msg: "gzip", series: 15},

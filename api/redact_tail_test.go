@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ func TestRedactionBeforeTail(t *testing.T) {
 	}
 	bc := NewLogBroadcaster()
 	e := newLokiEnvWith(t, func(o *LokiOptions) { o.Broadcaster, o.redact = bc, red })
-	sub := bc.subscribe(nil, 100, 100)
+	sub := bc.subscribe(context.Background(), nil, 100, 100)
 	defer bc.unsubscribe(sub)
 	push := `{"streams":[{"stream":{"app":"a"},"values":[["` + strconv.FormatInt(lokiNow.UnixNano(), 10) + `","login bob@corp.example ok"]]}]}`
 	resp, err := http.Post(e.srv.URL+"/loki/api/v1/push", "application/json", strings.NewReader(push))

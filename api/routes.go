@@ -36,6 +36,11 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	opts.OTLPLogs.Ingest.Workload = opts.Workload
 	opts.OTLPTraces.Ingest.Workload = opts.Workload
 	opts.RemoteWrite.Ingest.Workload = ctx
+	// OTLP metrics share remote write's label count limit (one key,
+	// limits.remote_write.max_labels_per_series).
+	if n := opts.RemoteWrite.Ingest.MaxLabelsPerSeries; n > 0 {
+		opts.OTLP.Ingest.MaxLabelsPerSeries = n
+	}
 	opts.Loki.Ingest.Workload = ctx
 	opts = compatDefaults(opts) // counters, buildinfo, deletion (compat_routes.go)
 	// One redaction at ingest for every path, before anything is stored or
@@ -92,6 +97,10 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality", name: "/weft/api/v1/cardinality", ready: true,
 		h: &cardinalityHandler{store: opts.Storage, card: opts.Cardinality, logger: opts.Logger, now: time.Now}})
 	rs = append(rs, investigateRoutes(opts)...) // context, investigate (investigate.go)
+	if opts.Tenancy.Enabled {                   // status/tsdb of the request's tenant (tenancy.go)
+		rs = append(rs, route{pattern: "GET /api/v1/status/tsdb", name: "/api/v1/status/tsdb", ready: true,
+			h: &tenantTSDBStatus{card: opts.Cardinality, next: promAPI, logger: opts.Logger}})
+	}
 	if opts.UI != nil {
 		rs = append(rs, route{pattern: "/", name: "/", h: opts.UI})
 	}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,8 @@ type Server struct {
 	trustedOrigins []string
 	// auth authenticates every listener's requests; nil when off.
 	auth *authenticator
+	// tenancy puts each request's tenant in its context (tenancy.go).
+	tenancy TenancyOptions
 }
 
 // New builds the handlers. It starts not ready: /-/ready and the query
@@ -75,8 +78,12 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	methods := methodsByPath(table, opts.Handlers)
 	for _, r := range table {
 		h := r.h
+		if r.pattern == "/" {
+			h = wrongMethod(methods, h)
+		}
 		if r.ready {
 			h = s.requireReady(h)
 		}
@@ -95,7 +102,8 @@ func New(opts Options) (*Server, error) {
 	if s.auth, err = newAuthenticator(opts.Auth); err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.mux), opts.TrustedOrigins); err != nil {
+	s.tenancy = opts.Tenancy
+	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.tenancy.wrapHTTP(s.mux)), opts.TrustedOrigins); err != nil {
 		return nil, err
 	}
 	s.trustedOrigins = opts.TrustedOrigins
@@ -110,7 +118,7 @@ func (s *Server) OTLPHandler() http.Handler {
 		path := "/v1/" + sig.name
 		mux.Handle(path, s.instr.wrap(path, sig)) // its own handler label, beside /otlp/v1/... of the main port
 	}
-	h, err := newCrossSiteGuard(s.auth.wrapHTTP(mux), s.trustedOrigins)
+	h, err := newCrossSiteGuard(s.auth.wrapHTTP(s.tenancy.wrapHTTP(mux)), s.trustedOrigins)
 	if err != nil { // checked by New already
 		panic("BUG: " + err.Error())
 	}
@@ -129,6 +137,9 @@ func (s *Server) NewOTLPGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	opts := append(otlpGRPCServerOptions(maxBytes, s.adm), grpc.ChainUnaryInterceptor(s.instr.unary))
 	if s.auth != nil { // after the counting: refused calls are counted too
 		opts = append(opts, grpc.ChainUnaryInterceptor(s.auth.grpcUnary), grpc.ChainStreamInterceptor(s.auth.grpcStream))
+	}
+	if s.tenancy.Enabled { // after authentication, which sets the tenant of a bound credential
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.tenancy.grpcUnary), grpc.ChainStreamInterceptor(s.tenancy.grpcStream))
 	}
 	g := grpc.NewServer(append(opts, extra...)...)
 	for _, sig := range s.otlp {
@@ -172,5 +183,43 @@ func (s *Server) requireReady(h http.Handler) http.Handler {
 			return
 		}
 		h.ServeHTTP(w, r)
+	})
+}
+
+// methodsByPath lists, for each exact path a method-qualified pattern
+// serves ("POST /loki/api/v1/push"), the methods it is served for.
+func methodsByPath(table []route, extra map[string]http.Handler) map[string][]string {
+	out := map[string][]string{}
+	add := func(pattern string) {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok || strings.HasSuffix(path, "/") || strings.Contains(path, "{") {
+			return
+		}
+		if !slices.Contains(out[path], method) {
+			out[path] = append(out[path], method)
+		}
+	}
+	for _, r := range table {
+		add(r.pattern)
+	}
+	for p := range extra {
+		add(p)
+	}
+	return out
+}
+
+// wrongMethod answers 405 with the Allow header for a path that only other
+// methods serve, before the catch-all next (the UI) would answer 404: a
+// GET of /loki/api/v1/push reaches "/" because ServeMux prefers a matching
+// pattern to a 405.
+func wrongMethod(methods map[string][]string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ms, ok := methods[r.URL.Path]; ok {
+			allow := slices.Sorted(slices.Values(ms))
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			http.Error(w, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or "), http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }

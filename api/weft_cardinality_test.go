@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/weftdb/weft/api"
@@ -152,6 +153,35 @@ func TestUIMount(t *testing.T) {
 		if _, _, h := call(t, srv, http.MethodGet, p, nil); h.Get("X-UI") != "" {
 			t.Errorf("GET %s went to the UI", p)
 		}
+	}
+}
+
+// TestWrongMethodBesideUI: a path only other methods serve answers 405 with
+// Allow, not the UI's 404, though the UI takes every other GET.
+func TestWrongMethodBesideUI(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	srv, _, _ := newSubstrateServer(t, func(o *api.Options) { o.UI = ui })
+	for _, tc := range []struct{ path, allow string }{
+		{"/loki/api/v1/push", "POST"},
+		{"/api/v1/write", "POST"},
+		{"/weft/api/v1/investigate", ""}, // GET is served: not the UI's either
+	} {
+		code, body, h := call(t, srv, http.MethodGet, tc.path, nil)
+		if tc.allow == "" {
+			if code == http.StatusTeapot || code == http.StatusMethodNotAllowed {
+				t.Errorf("GET %s = %d, want its own handler", tc.path, code)
+			}
+			continue
+		}
+		if code != http.StatusMethodNotAllowed || !strings.Contains(h.Get("Allow"), tc.allow) {
+			t.Errorf("GET %s = %d Allow %q %q, want 405 naming %s", tc.path, code, h.Get("Allow"), body, tc.allow)
+		}
+	}
+	if _, body, _ := call(t, srv, http.MethodGet, "/loki/api/v1/push", nil); !strings.Contains(string(body), "use POST") {
+		t.Errorf("the 405 does not say what to use: %q", body)
+	}
+	if code, _, _ := call(t, srv, http.MethodGet, "/graph", nil); code != http.StatusTeapot {
+		t.Errorf("GET /graph = %d, want the UI", code)
 	}
 }
 

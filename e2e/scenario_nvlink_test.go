@@ -21,14 +21,8 @@ import (
 // fires, and the other runs keep stepping.
 func TestScenarioNVLinkStall(t *testing.T) {
 	_, base := startWeft(t, "weft")
-	start := time.Now().UTC().Truncate(time.Minute).Add(-75 * time.Minute)
-	o := scenario.Options{Seed: 3, Start: start, Duration: time.Hour, Onset: 35 * time.Minute}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	d, rep, err := scenario.Run(ctx, "nvlink-stall", o, scenario.Target{URL: base}, scenario.ReplayOptions{})
-	if err != nil {
-		t.Fatalf("replay: %v (report %+v)", err, rep)
-	}
+	d, o, rep := replayScenario(t, base, "nvlink-stall", 3, 75*time.Minute, 35*time.Minute)
+	start := o.Start
 	c := d.Counts()
 	if rep.Metrics.Sent != c.Samples+c.StaleMarkers || rep.Loki.Sent != c.LokiLines || rep.OTLPLogs.Sent != c.OTLPLines || !rep.Traces.Skipped {
 		t.Fatalf("report %+v, counts %+v", rep, c)
@@ -108,6 +102,21 @@ func TestScenarioNVLinkStall(t *testing.T) {
 	if int(watchdogs) != 2*64 {
 		t.Errorf("%v watchdog lines, want two timeouts on each of 64 ranks", watchdogs)
 	}
+}
+
+// replayScenario replays the scenario name (seed, an hour starting ago
+// before now, its cause onset into it) into the weft at base, and fails the
+// test if any of it was refused.
+func replayScenario(t *testing.T, base, name string, seed int64, ago, onset time.Duration) (*scenario.Data, scenario.Options, scenario.Report) {
+	t.Helper()
+	o := scenario.Options{Seed: seed, Start: time.Now().UTC().Truncate(time.Minute).Add(-ago), Duration: time.Hour, Onset: onset}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	d, rep, err := scenario.Run(ctx, name, o, scenario.Target{URL: base}, scenario.ReplayOptions{})
+	if err != nil {
+		t.Fatalf("replay %s: %v (report %+v)", name, err, rep)
+	}
+	return d, o, rep
 }
 
 func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }

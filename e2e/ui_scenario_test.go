@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -9,8 +8,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/weftdb/weft/bench/scenario"
 )
 
 // TestUIScenarioThermalStraggler replays the thermal-straggler scenario
@@ -21,14 +18,8 @@ import (
 func TestUIScenarioThermalStraggler(t *testing.T) {
 	chromiumPath(t)
 	_, base := startWeft(t, "weft")
-	start := time.Now().UTC().Truncate(time.Minute).Add(-75 * time.Minute)
-	o := scenario.Options{Seed: 1, Start: start, Duration: time.Hour, Onset: 30 * time.Minute}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	d, rep, err := scenario.Run(ctx, "thermal-straggler", o, scenario.Target{URL: base}, scenario.ReplayOptions{})
-	if err != nil {
-		t.Fatalf("replay: %v (report %+v)", err, rep)
-	}
+	d, o, _ := replayScenario(t, base, "thermal-straggler", 1, 75*time.Minute, 30*time.Minute)
+	start := o.Start
 	w := d.Truth.Where
 	if len(w.GPUUUIDs) != 1 || w.RunID == "" {
 		t.Fatalf("truth %+v: want one GPU of one run", w)
@@ -56,14 +47,7 @@ func TestUIScenarioThermalStraggler(t *testing.T) {
 func TestUIInvestigationNVLinkStall(t *testing.T) {
 	chromiumPath(t)
 	_, base := startWeft(t, "weft")
-	start := time.Now().UTC().Truncate(time.Minute).Add(-75 * time.Minute)
-	o := scenario.Options{Seed: 3, Start: start, Duration: time.Hour, Onset: 35 * time.Minute}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	d, rep, err := scenario.Run(ctx, "nvlink-stall", o, scenario.Target{URL: base}, scenario.ReplayOptions{})
-	if err != nil {
-		t.Fatalf("replay: %v (report %+v)", err, rep)
-	}
+	d, _, _ := replayScenario(t, base, "nvlink-stall", 3, 75*time.Minute, 35*time.Minute)
 	truth := d.Truth
 	first := truth.Onset // the first symptom, which an alert follows
 	for i, e := range truth.Symptoms {

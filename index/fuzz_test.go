@@ -92,7 +92,7 @@ func FuzzLabelSetEncoding(f *testing.F) {
 		var b labels.ScratchBuilder
 		_, _ = decodeLabelRefs(nil, string(raw))
 		_, _ = syms.buildLabels(string(raw), &b)
-		_ = syms.equalLabels(string(raw), labels.FromStrings("x", "x"))
+		_ = syms.equalLabels(string(raw), labels.FromStrings("x", "x"), "")
 		_, _ = labelValueRef(string(raw), 0)
 
 		parts := strings.Split(joined, "\xff")
@@ -110,7 +110,7 @@ func FuzzLabelSetEncoding(f *testing.F) {
 		if err != nil || !labels.Equal(back, ls) {
 			t.Fatalf("labels round trip: %s != %s (%v)", back, ls, err)
 		}
-		if !syms.equalLabels(enc, ls) {
+		if !syms.equalLabels(enc, ls, "") {
 			t.Fatalf("equalLabels(%s) = false for its own encoding", ls)
 		}
 	})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // Kind is the signal kind of a stream. It is part of every postings key.
@@ -65,9 +67,12 @@ type ID uint64
 var (
 	ErrInvalidKind = errors.New("invalid stream kind")
 	ErrEmptyLabels = errors.New("empty label set")
-	ErrIDConflict  = errors.New("stream id conflict")
-	ErrCorrupt     = errors.New("corrupt index data")
-	ErrClosed      = errors.New("index closed")
+	// ErrReservedLabel: a new stream's labels name tenant.LabelName,
+	// which only the tenant of a write sets.
+	ErrReservedLabel = errors.New("label name " + tenant.LabelName + " is reserved for the tenant")
+	ErrIDConflict    = errors.New("stream id conflict")
+	ErrCorrupt       = errors.New("corrupt index data")
+	ErrClosed        = errors.New("index closed")
 )
 
 // Options configure an Index. The zero value of a field means its default.

@@ -7,14 +7,17 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // LabelNames returns the sorted label names of the streams of kind (KindAny:
 // all kinds) marked in a partition overlapping [mint, maxt] that match ms
-// (all such streams if ms is empty).
+// (all such streams if ms is empty). A ctx restricted to tenants sees only
+// their streams; tenant.LabelName is never listed.
 func (ix *Index) LabelNames(ctx context.Context, kind Kind, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
 	var sel *roaring64.Bitmap
-	if len(ms) > 0 {
+	if _, restricted := tenant.FromContext(ctx); len(ms) > 0 || restricted {
 		var err error
 		if sel, err = ix.Postings(ctx, kind, mint, maxt, ms...); err != nil {
 			return nil, fmt.Errorf("label names: %w", err)
@@ -46,8 +49,9 @@ func (ix *Index) LabelNames(ctx context.Context, kind Kind, mint, maxt int64, ms
 	}
 	out := make([]string, 0, len(seen))
 	for r := range seen {
-		s, _ := ix.syms.name(r)
-		out = append(out, s)
+		if s, _ := ix.syms.name(r); s != tenant.LabelName {
+			out = append(out, s)
+		}
 	}
 	slices.Sort(out)
 	return out, nil
@@ -55,14 +59,15 @@ func (ix *Index) LabelNames(ctx context.Context, kind Kind, mint, maxt int64, ms
 
 // LabelValues returns the sorted values of label name of the streams of kind
 // (KindAny: all kinds) marked in a partition overlapping [mint, maxt] that
-// match ms (all such streams if ms is empty).
+// match ms (all such streams if ms is empty). A ctx restricted to tenants
+// sees only their streams; tenant.LabelName has no values.
 func (ix *Index) LabelValues(ctx context.Context, kind Kind, name string, mint, maxt int64, ms ...*labels.Matcher) ([]string, error) {
 	nameRef, ok := ix.syms.lookupName(name)
-	if !ok {
+	if !ok || name == tenant.LabelName {
 		return []string{}, nil
 	}
 	var sel *roaring64.Bitmap
-	if len(ms) > 0 {
+	if _, restricted := tenant.FromContext(ctx); len(ms) > 0 || restricted {
 		var err error
 		if sel, err = ix.Postings(ctx, kind, mint, maxt, ms...); err != nil {
 			return nil, fmt.Errorf("label values: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/internal/promlabels"
 )
 
@@ -183,7 +184,7 @@ func (w *labelWalk) end() error {
 // verification behind every hash hit on the write path, so it reads the
 // symbol tables with as few dependent loads as it can, and walks ls once
 // (counting its labels instead of calling ls.Len, another walk).
-func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
+func (s *symbols) equalLabels(enc string, ls labels.Labels, tid string) bool {
 	n, i := uvarintString(enc, 0)
 	if i <= 0 || n > maxLabels {
 		return false
@@ -191,10 +192,8 @@ func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
 	dicts := *s.dicts.Load()
 	eq := true
 	seen := uint64(0)
-	ls.Range(func(l labels.Label) {
-		if !eq {
-			return
-		}
+	// one compares the next stored label with (name, value).
+	one := func(name, value string) {
 		if seen++; seen > n {
 			eq = false
 			return
@@ -211,12 +210,28 @@ func (s *symbols) equalLabels(enc string, ls labels.Labels) bool {
 		}
 		i += w1 + w2
 		d := dicts[rn]
-		if d.name != l.Name || rv >= uint64(d.n.Load()) {
+		if d.name != name || rv >= uint64(d.n.Load()) {
 			eq = false
 			return
 		}
-		eq = d.at(uint32(rv)) == l.Value
+		eq = d.at(uint32(rv)) == value
+	}
+	ls.Range(func(l labels.Label) {
+		if !eq {
+			return
+		}
+		if tid != "" && l.Name > tenant.LabelName {
+			one(tenant.LabelName, tid)
+			tid = ""
+			if !eq {
+				return
+			}
+		}
+		one(l.Name, l.Value)
 	})
+	if eq && tid != "" {
+		one(tenant.LabelName, tid)
+	}
 	return eq && seen == n && i == len(enc)
 }
 

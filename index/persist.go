@@ -157,7 +157,7 @@ func (l *streamLoader) put(id ID, kind Kind, ls labels.Labels) {
 	ix := l.ix
 	l.refs = ix.syms.internLabels(ls, l.refs[:0])
 	r := streamRec{enc: ix.encs.copyOf(appendLabelRefs(l.encBuf[:0], l.refs)), lastPart: math.MinInt64, kind: kind}
-	h := streamHash(kind, ls)
+	h := fullHash(kind, ls)
 	insertHashLocked(ix.hashShardOf(h), h, id) // single-threaded during Open
 	ix.recs.put(id, r)
 	ix.numStreams[kind].Add(1)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // filterRatio decides between two ways of applying an expensive matcher (a
@@ -21,11 +23,13 @@ const filterRatio = 4
 // marked in a partition overlapping [mint, maxt] (milliseconds, inclusive) and
 // whose label sets match every matcher. With no matchers it returns every such
 // stream. A selector made only of empty-matching matchers is allowed. The
-// returned bitmap belongs to the caller.
+// returned bitmap belongs to the caller. A ctx restricted to tenants
+// (package tenant) selects only their streams.
 func (ix *Index) Postings(ctx context.Context, kind Kind, mint, maxt int64, ms ...*labels.Matcher) (*roaring64.Bitmap, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}
+	ms = tenant.Restrict(ctx, ms)
 	ps, err := ix.partitionsIn(mint, maxt)
 	if err != nil {
 		return nil, fmt.Errorf("postings: %w", err)

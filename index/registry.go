@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // numShards is the number of lock shards of the registry's hash table. 256
@@ -38,13 +41,33 @@ func defaultStreamHash(kind Kind, ls labels.Labels) uint64 {
 	return ls.Hash() ^ (uint64(kind) * 0x9E3779B97F4A7C15)
 }
 
+// tenantMix is what a stream's tenant adds to its hash: 0 for none, so the
+// hashes of single-tenant streams are streamHash's.
+func tenantMix(tid string) uint64 {
+	if tid == "" {
+		return 0
+	}
+	return xxhash.Sum64String(tid) * 0xC2B2AE3D27D4EB4F
+}
+
+// fullHash is the hash of the stream whose whole label set is ls, tenant
+// label included: the same as a tenant stream's hash computed from its
+// labels without the tenant label (GetOrCreateTenant's hot path).
+func fullHash(kind Kind, ls labels.Labels) uint64 {
+	if tid := ls.Get(tenant.LabelName); tid != "" {
+		return streamHash(kind, tenant.Strip(ls)) ^ tenantMix(tid)
+	}
+	return streamHash(kind, ls)
+}
+
 func (ix *Index) hashShardOf(h uint64) *hashShard { return &ix.hashShards[(h>>56)%numShards] }
 
 // rec returns the record of id.
 func (ix *Index) rec(id ID) (streamRec, bool) { return ix.recs.get(id) }
 
-// lookupLocked finds the stream (kind, ls) in hs; hs.mu must be held.
-func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labels) (ID, streamRec, bool) {
+// lookupLocked finds the stream (kind, ls plus tenant.LabelName=tid when
+// tid is not "") in hs; hs.mu must be held.
+func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, tid string, ls labels.Labels) (ID, streamRec, bool) {
 	t := &hs.ids
 	if len(t.slots) == 0 {
 		return 0, streamRec{}, false
@@ -58,7 +81,7 @@ func (ix *Index) lookupLocked(hs *hashShard, h uint64, kind Kind, ls labels.Labe
 		if s.h != h {
 			continue
 		}
-		if r, ok := ix.recs.getHashLocked(s.id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls) {
+		if r, ok := ix.recs.getHashLocked(s.id); ok && r.kind == kind && ix.syms.equalLabels(r.enc, ls, tid) {
 			return s.id, r, true
 		}
 	}
@@ -97,6 +120,18 @@ func (ix *Index) GetOrCreate(kind Kind, ls labels.Labels, t int64) (id ID, creat
 // an existing stream pays nothing for validation. check may run more than
 // once for one ls (concurrent creators) and must not retain ls.
 func (ix *Index) GetOrCreateFunc(kind Kind, ls labels.Labels, t int64, check func(labels.Labels) error) (id ID, created bool, err error) {
+	if tid := ls.Get(tenant.LabelName); tid != "" {
+		return ix.GetOrCreateTenant(kind, tid, tenant.Strip(ls), t, check)
+	}
+	return ix.GetOrCreateTenant(kind, "", ls, t, check)
+}
+
+// GetOrCreateTenant is GetOrCreateFunc for the stream of tenant tid ("":
+// none) whose labels are ls plus tenant.LabelName=tid. ls must not have
+// tenant.LabelName. An existing stream is found without building its label
+// set, so a tenant's writes cost what single-tenant writes cost; check sees
+// the whole label set.
+func (ix *Index) GetOrCreateTenant(kind Kind, tid string, ls labels.Labels, t int64, check func(labels.Labels) error) (id ID, created bool, err error) {
 	if !kind.valid() {
 		return 0, false, fmt.Errorf("get or create stream: %w: %d", ErrInvalidKind, kind)
 	}
@@ -106,15 +141,22 @@ func (ix *Index) GetOrCreateFunc(kind Kind, ls labels.Labels, t int64, check fun
 	if ix.closed.Load() {
 		return 0, false, ErrClosed
 	}
-	h := streamHash(kind, ls)
+	h := streamHash(kind, ls) ^ tenantMix(tid)
 	hs := ix.hashShardOf(h)
 	hs.mu.RLock()
-	id, r, ok := ix.lookupLocked(hs, h, kind, ls)
+	id, r, ok := ix.lookupLocked(hs, h, kind, tid, ls)
 	inserts := hs.inserts
 	hs.mu.RUnlock()
 	if ok {
 		ix.touchRec(id, r, t)
 		return id, false, nil
+	}
+	if ls.Has(tenant.LabelName) {
+		return 0, false, fmt.Errorf("get or create stream: %w", ErrReservedLabel)
+	}
+	if tid != "" { // a new stream: its whole label set
+		ls = tenant.Add(ls, tid)
+		tid = ""
 	}
 	if check != nil {
 		if err := check(ls); err != nil {
@@ -134,7 +176,7 @@ func (ix *Index) GetOrCreateFunc(kind Kind, ls labels.Labels, t int64, check fun
 
 	hs.mu.Lock()
 	if hs.inserts != inserts {
-		if id, r, ok := ix.lookupLocked(hs, h, kind, ls); ok {
+		if id, r, ok := ix.lookupLocked(hs, h, kind, "", ls); ok {
 			hs.mu.Unlock()
 			ix.touchRec(id, r, t)
 			return id, false, nil
@@ -191,10 +233,10 @@ func (ix *Index) Restore(kind Kind, id ID, ls labels.Labels, t int64) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	h := streamHash(kind, ls)
+	h := fullHash(kind, ls)
 	hs := ix.hashShardOf(h)
 	hs.mu.Lock()
-	if got, r, ok := ix.lookupLocked(hs, h, kind, ls); ok {
+	if got, r, ok := ix.lookupLocked(hs, h, kind, "", ls); ok {
 		hs.mu.Unlock()
 		if got != id {
 			return fmt.Errorf("restore stream %d: %w: labels %s have id %d", id, ErrIDConflict, ls, got)
@@ -315,7 +357,7 @@ func (ix *Index) forget(id ID, keep func(streamRec) bool) (streamRec, bool) {
 	if err != nil {
 		panic(fmt.Sprintf("BUG: stream %d has a corrupt in-memory label set: %v", id, err))
 	}
-	h := streamHash(r.kind, ls)
+	h := fullHash(r.kind, ls)
 	hs := ix.hashShardOf(h)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()

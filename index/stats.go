@@ -8,6 +8,8 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // Stat is one entry of a cardinality top list.
@@ -40,9 +42,17 @@ type Stats struct {
 
 // Stats computes cardinality statistics over the streams of kind (KindAny:
 // all kinds) marked in partitions overlapping [mint, maxt], from the bitmaps'
-// cardinalities. topN <= 0 returns every entry.
+// cardinalities. topN <= 0 returns every entry. A ctx restricted to tenants
+// counts only their streams; tenant.LabelName is never counted as a label.
 func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN int) (Stats, error) {
 	var st Stats
+	var sel *roaring64.Bitmap // the tenants' streams; nil: all
+	if _, restricted := tenant.FromContext(ctx); restricted {
+		var err error
+		if sel, err = ix.Postings(ctx, kind, mint, maxt); err != nil {
+			return st, fmt.Errorf("stats: %w", err)
+		}
+	}
 	ps, err := ix.partitionsIn(mint, maxt)
 	if err != nil {
 		return st, fmt.Errorf("stats: %w", err)
@@ -71,13 +81,25 @@ func (ix *Index) Stats(ctx context.Context, kind Kind, mint, maxt int64, topN in
 		}
 	}
 	st.NumStreams = unionCardinality(alls)
-	st.NumLabelPairs = len(pairs)
+	if sel != nil {
+		st.NumStreams = sel.GetCardinality()
+	}
 
+	tenantRef, hasTenant := ix.syms.lookupName(tenant.LabelName)
 	metricRef, hasMetric := ix.syms.lookupName(labels.MetricName)
 	valuesPerName := map[uint32]uint64{}
 	bytesPerName := map[uint32]uint64{}
 	for pr, bms := range pairs {
-		n := unionCardinality(bms)
+		if hasTenant && pr.name == tenantRef {
+			continue
+		}
+		var n uint64
+		if sel == nil {
+			n = unionCardinality(bms)
+		} else if n = orAll(bms).AndCardinality(sel); n == 0 {
+			continue // another tenant's pair
+		}
+		st.NumLabelPairs++
 		name, _ := ix.syms.name(pr.name)
 		value, _ := ix.syms.value(pr.name, pr.value)
 		valuesPerName[pr.name]++

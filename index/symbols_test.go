@@ -77,7 +77,7 @@ func TestEqualLabels(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := s.equalLabels(tc.enc, tc.ls); got != tc.want {
+			if got := s.equalLabels(tc.enc, tc.ls, ""); got != tc.want {
 				t.Fatalf("equalLabels(%x, %s) = %v, want %v", tc.enc, tc.ls, got, tc.want)
 			}
 		})

@@ -3,6 +3,7 @@ package investigate_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -80,11 +81,23 @@ func BenchmarkContext(b *testing.B) {
 
 // BenchmarkInvestigate investigates each scenario's affected workload two
 // minutes after its first symptom, as TestScenarios does: the bound
-// on one investigation is 2 s. The replay is outside the timed loop.
+// on one investigation is 2 s. The replay is outside the timed loop. With
+// WEFT_INVESTIGATE_BACKGROUND=n the store also holds n background series
+// of the scenario's metric names on 1,000 other nodes (index entries: what
+// an investigation of one workload must look past).
 func BenchmarkInvestigate(b *testing.B) {
+	background := 0
+	if s := os.Getenv("WEFT_INVESTIGATE_BACKGROUND"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		background = n
+	}
 	for _, name := range scenario.Names() {
 		b.Run(name, func(b *testing.B) {
 			r := replay(b, name, scenarioOptions())
+			addBackground(b, r, background)
 			truth := r.data.Truth
 			sym := investigate.Symptom{Selector: workloadSelector(truth.Affected), Time: firstSymptom(truth).Add(2 * time.Minute)}
 			b.ResetTimer()
@@ -98,6 +111,49 @@ func BenchmarkInvestigate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// addBackground puts n series of the replayed scenario's metric names on
+// 1,000 nodes of their own into its index, created at the scenario's end.
+func addBackground(b *testing.B, r *replayed, n int) {
+	if n <= 0 {
+		return
+	}
+	names := map[string]bool{}
+	for _, s := range r.data.Series {
+		for _, l := range s.Labels {
+			if l.Name == "__name__" {
+				names[l.Value] = true
+			}
+		}
+	}
+	var metrics []string
+	for m := range names {
+		metrics = append(metrics, m)
+	}
+	slices.Sort(metrics)
+	t := r.opts.Start.Add(r.opts.Duration).UnixMilli()
+	ix := r.sub.Index()
+	before := ix.NumStreams(index.KindMetric)
+	var lb labels.ScratchBuilder
+	for i := range n {
+		node := "bg-node-" + strconv.Itoa(i%1000)
+		lb.Reset()
+		lb.Add("__name__", metrics[i%len(metrics)])
+		lb.Add("gpu", strconv.Itoa(i/1000%8))
+		lb.Add("gpu_uuid", "GPU-bg-"+strconv.Itoa(i/len(metrics)))
+		lb.Add("host", node)
+		lb.Add("Hostname", node)
+		lb.Add("run_id", "bg-run-"+strconv.Itoa(i%1000/8))
+		lb.Add("team", "team-"+strconv.Itoa(i%7))
+		lb.Sort()
+		if _, _, err := ix.GetOrCreate(index.KindMetric, lb.Labels(), t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if got := ix.NumStreams(index.KindMetric) - before; got != n {
+		b.Fatalf("%d background series created, want %d", got, n)
 	}
 }
 

@@ -63,9 +63,6 @@ func newWeft(t testing.TB) *replayed {
 	aopts.Engine = engine
 	aopts.Logs = sub.Logs()
 	aopts.Traces = sub.Traces()
-	// weft-agent's XID event streams carry the GPU's labels and its
-	// workload's: more than the default 15 label names.
-	aopts.Loki.Ingest.MaxLabelNamesPerStream = 32
 	s, err := api.New(aopts)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/internal/record"
 	"github.com/weftdb/weft/storage/internal/wal"
 )
@@ -62,6 +64,11 @@ type appender struct {
 	ctx     context.Context
 	nowMs   int64
 	discard bool // AppendOptions.DiscardOutOfOrder
+	// tenant is the tenant of the series this appender creates (""
+	// for none, package tenant); tenantErr refuses every append (a
+	// federated context, which may not write).
+	tenant    string
+	tenantErr error
 
 	samples []pendingSample
 	exts    []pendingExt
@@ -94,6 +101,10 @@ var appenderPool = sync.Pool{New: func() any { return &appender{} }}
 func (db *DB) newAppender(ctx context.Context) *appender {
 	a := appenderPool.Get().(*appender)
 	a.db, a.ctx, a.nowMs, a.discard, a.done = db, ctx, db.opts.Now().UnixMilli(), false, false
+	a.tenant, a.tenantErr = tenant.WriteID(ctx)
+	if a.tenantErr != nil {
+		a.tenantErr = fmt.Errorf("%w: %w", ErrInvalidLabels, a.tenantErr)
+	}
 	a.mint, a.maxt = maxInt64, minInt64
 	return a
 }
@@ -124,17 +135,23 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	if ls.IsEmpty() {
 		return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 	}
-	id, created, err := db.idx.GetOrCreate(ls, t, checkNewLabels)
+	if a.tenantErr != nil {
+		return nil, a.tenantErr
+	}
+	id, created, err := db.idx.GetOrCreate(a.tenant, ls, t, checkNewLabels)
 	if err == errEmptyValue {
 		// Unknown as given: the series is ls without its empty labels.
 		if ls = ls.WithoutEmpty(); ls.IsEmpty() {
 			return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 		}
-		id, created, err = db.idx.GetOrCreate(ls, t, checkNewLabels)
+		id, created, err = db.idx.GetOrCreate(a.tenant, ls, t, checkNewLabels)
 	}
 	if err != nil {
 		if errors.Is(err, ErrInvalidLabels) {
 			return nil, err
+		}
+		if errors.Is(err, index.ErrReservedLabel) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidLabels, err)
 		}
 		return nil, fmt.Errorf("index series: %w", err)
 	}
@@ -148,6 +165,7 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	s := db.series.getOrCreate(id)
 	if created {
 		db.stats.seriesNew.Add(1)
+		ls = tenant.Add(ls, a.tenant) // the WAL keeps the whole label set
 		frame, start := wal.BeginRecord(a.frame[:0])
 		frame = record.AppendSeries(frame, []record.Series{{Kind: 1, ID: id, Labels: ls}})
 		a.frame = wal.EndRecord(frame, start)
@@ -351,7 +369,7 @@ func (db *DB) lookupSeries(ctx context.Context, ls labels.Labels) (uint64, bool)
 	it := ids.Iterator()
 	for it.HasNext() {
 		id := it.Next()
-		if got, ok := db.idx.Labels(id, nil); ok && labels.Equal(got, ls) {
+		if got, ok := db.idx.Labels(id, nil); ok && labels.Equal(tenant.Strip(got), ls) {
 			return id, true
 		}
 	}

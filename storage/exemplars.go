@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // addExemplarLocked stores e in the series' bounded ring. Exemplars must
@@ -101,7 +103,7 @@ func (q *exemplarQuerier) Select(start, end int64, matchers ...[]*labels.Matcher
 			if !ok {
 				continue
 			}
-			out = append(out, exemplar.QueryResult{SeriesLabels: ls, Exemplars: es})
+			out = append(out, exemplar.QueryResult{SeriesLabels: tenant.Output(q.ctx, ls), Exemplars: es})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].SeriesLabels, out[j].SeriesLabels) < 0 })

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/prometheus/model/metadata"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/internal/record"
 )
 
@@ -20,7 +21,10 @@ var metaPrefix = []byte{tagMeta, 'm'}
 // concurrent use.
 type metaStore struct {
 	mu sync.RWMutex
-	m  map[string]metadata.Metadata
+	// m is keyed by tenant.ScopedKey(tenant, metric family name).
+	m map[string]metadata.Metadata
+	// tenants counts the keys of m scoped to a tenant.
+	tenants int
 	// dirty names changed since the last persist to Pebble.
 	dirty map[string]struct{}
 }
@@ -43,6 +47,7 @@ func (ms *metaStore) has(metric string, md metadata.Metadata) bool {
 // keeps Commit's work and the appender's memory to the changes. The name is
 // copied, so callers may pass a name from labels they reuse (CopiesLabels).
 func (a *appender) queueMetadata(name string, md metadata.Metadata) {
+	name = tenant.ScopedKey(a.tenant, name)
 	if a.db.meta.has(name, md) {
 		return
 	}
@@ -58,10 +63,20 @@ func (ms *metaStore) set(metric string, md metadata.Metadata) bool {
 		return false
 	}
 	ms.mu.Lock()
-	ms.m[metric] = md
+	ms.add(metric, md)
 	ms.dirty[metric] = struct{}{}
 	ms.mu.Unlock()
 	return true
+}
+
+// add stores md under key; the caller holds mu.
+func (ms *metaStore) add(key string, md metadata.Metadata) {
+	if _, had := ms.m[key]; !had {
+		if id, _ := tenant.SplitKey(key); id != tenant.Anonymous {
+			ms.tenants++
+		}
+	}
+	ms.m[key] = md
 }
 
 func (ms *metaStore) snapshot() []record.Metadata {
@@ -76,27 +91,46 @@ func (ms *metaStore) snapshot() []record.Metadata {
 
 // Metadata returns the metadata per metric family name: for metric if not
 // empty, else for all names, at most limit names when limit > 0. Each name
-// has exactly one entry (weft keeps the latest).
-func (db *DB) Metadata(_ context.Context, metric string, limit int) (map[string][]metadata.Metadata, error) {
+// has exactly one entry (weft keeps the latest). A ctx restricted to
+// tenants (package tenant) sees only their metadata.
+func (db *DB) Metadata(ctx context.Context, metric string, limit int) (map[string][]metadata.Metadata, error) {
 	db.meta.mu.RLock()
 	defer db.meta.mu.RUnlock()
 	out := map[string][]metadata.Metadata{}
-	if metric != "" {
-		if md, ok := db.meta.m[metric]; ok {
-			out[metric] = []metadata.Metadata{md}
+	if _, restricted := tenant.FromContext(ctx); !restricted && db.meta.tenants == 0 {
+		// Single tenant: the keys are the names.
+		if metric != "" {
+			if md, ok := db.meta.m[metric]; ok {
+				out[metric] = []metadata.Metadata{md}
+			}
+			return out, nil
+		}
+		names := make([]string, 0, len(db.meta.m))
+		for k := range db.meta.m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			out[k] = []metadata.Metadata{db.meta.m[k]}
 		}
 		return out, nil
 	}
-	names := make([]string, 0, len(db.meta.m))
+	keys := make([]string, 0, len(db.meta.m))
 	for k := range db.meta.m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if limit > 0 && len(out) >= limit {
-			break
+		if id, name := tenant.SplitKey(k); tenant.Visible(ctx, id) && (metric == "" || name == metric) {
+			keys = append(keys, k)
 		}
-		out[k] = []metadata.Metadata{db.meta.m[k]}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		_, name := tenant.SplitKey(k)
+		if _, dup := out[name]; dup || limit > 0 && len(out) >= limit {
+			continue
+		}
+		out[name] = []metadata.Metadata{db.meta.m[k]}
 	}
 	return out, nil
 }
@@ -147,7 +181,7 @@ func (db *DB) loadMetadata() error {
 			continue
 		}
 		for _, m := range out.Metadata {
-			db.meta.m[m.Metric] = m.Meta
+			db.meta.add(m.Metric, m.Meta)
 		}
 	}
 	return it.Error()

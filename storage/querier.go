@@ -12,6 +12,8 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // Querier returns a querier over [mint, maxt]. It sees every sample
@@ -260,7 +262,7 @@ func (ss *seriesSet) sortByLabels() error {
 			}
 		}
 		if ls, ok := ss.q.db.idx.Labels(id, &b); ok {
-			es = append(es, entry{id, ls})
+			es = append(es, entry{id, tenant.Output(ss.ctx, ls)})
 		}
 	}
 	slices.SortFunc(es, func(a, b entry) int { return labels.Compare(a.ls, b.ls) })
@@ -431,7 +433,8 @@ func (ss *seriesSet) labelsOf(e *headEntry) (labels.Labels, bool) {
 	if ss.groupOf != nil {
 		return labels.EmptyLabels(), true // SelectGroups: the groups carry the labels
 	}
-	return ss.q.db.idx.Labels(e.id, &ss.b)
+	ls, ok := ss.q.db.idx.Labels(e.id, &ss.b)
+	return tenant.Output(ss.ctx, ls), ok
 }
 
 func (ss *seriesSet) labelsOnlySeries(e *headEntry) promstorage.Series {

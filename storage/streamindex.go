@@ -13,10 +13,11 @@ import (
 // streams. metricIndex adapts *index.Index to it; tests may substitute
 // their own. Implementations are safe for concurrent use.
 type streamIndex interface {
-	// GetOrCreate returns the ID of the series ls; check (nil: none) is
-	// called only when ls is not a known series, before it is created,
-	// and its error is returned unwrapped.
-	GetOrCreate(ls labels.Labels, t int64, check func(labels.Labels) error) (id uint64, created bool, err error)
+	// GetOrCreate returns the ID of the series ls of tenant tid ("" for
+	// none; the series' labels are ls plus the tenant label, package
+	// tenant); check (nil: none) is called only when it is not a known
+	// series, before it is created, and its error is returned unwrapped.
+	GetOrCreate(tid string, ls labels.Labels, t int64, check func(labels.Labels) error) (id uint64, created bool, err error)
 	Touch(id uint64, t int64)
 	Restore(id uint64, ls labels.Labels, t int64) error
 	Persist(ctx context.Context) error
@@ -33,8 +34,8 @@ type streamIndex interface {
 // metricIndex is the shared *index.Index seen as an index of metric streams.
 type metricIndex struct{ ix *index.Index }
 
-func (m metricIndex) GetOrCreate(ls labels.Labels, t int64, check func(labels.Labels) error) (uint64, bool, error) {
-	id, created, err := m.ix.GetOrCreateFunc(index.KindMetric, ls, t, check)
+func (m metricIndex) GetOrCreate(tid string, ls labels.Labels, t int64, check func(labels.Labels) error) (uint64, bool, error) {
+	id, created, err := m.ix.GetOrCreateTenant(index.KindMetric, tid, ls, t, check)
 	return uint64(id), created, err
 }
 

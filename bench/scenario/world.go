@@ -341,16 +341,17 @@ func kmsgPrefix(ts int64) string {
 }
 
 // agentEvent is weft-agent's Loki event line for an XID on s, with the
-// GPU's labels and workload context, as gpuagent.Agent.EventLine builds it.
+// GPU's labels and workload context split between the stream and
+// structured metadata as the agent's pusher splits them.
 func (w *world) agentEvent(s *slot, ts int64, xid int, what string) {
 	key := s.dev.UUID + "/" + strconv.Itoa(xid)
 	st := s.n.events[key]
+	labels, meta := gputelemetry.EventStream(gputelemetry.EventLabels("xid", "xid", strconv.Itoa(xid), s.ident, s.ctx))
 	if st == nil {
-		st = w.newStream(append(append(append([]Label(nil), s.ident...), s.ctx...),
-			Label{Name: "event", Value: "xid"}, Label{Name: "source", Value: "weft-agent"}, Label{Name: "xid", Value: strconv.Itoa(xid)})...)
+		st = w.newStream(labels...)
 		s.n.events[key] = st
 	}
-	st.Entries = append(st.Entries, Entry{T: ts * 1e6, Line: fmt.Sprintf("XID %d on GPU %d (%s): %s", xid, s.dev.Index, s.dev.UUID, what)})
+	st.Entries = append(st.Entries, Entry{T: ts * 1e6, Line: fmt.Sprintf("XID %d on GPU %d (%s): %s", xid, s.dev.Index, s.dev.UUID, what), Meta: meta})
 }
 
 // at reports whether t is the scrape step holding instant x (ms).

@@ -40,6 +40,7 @@ type options struct {
 	logLines, logBatch                                                 int
 	traceSpans                                                         int
 	traceEnd                                                           string
+	soak                                                               soakFlags
 }
 
 func main() {
@@ -51,7 +52,7 @@ func main() {
 	}
 	var o options
 	fs := flag.NewFlagSet("weft-bench", flag.ExitOnError)
-	fs.StringVar(&o.mode, "mode", "metrics", "metrics (weft, Prometheus, VictoriaMetrics), logs (weft, VictoriaLogs; see bench/logs_run.go) or traces (weft, Jaeger; bench/traces_run.go)")
+	fs.StringVar(&o.mode, "mode", "metrics", "metrics (weft, Prometheus, VictoriaMetrics), logs (weft, VictoriaLogs; see bench/logs_run.go), traces (weft, Jaeger; bench/traces_run.go) or soak (weft under mixed load on every ingest path; bench/soak.go)")
 	fs.IntVar(&o.traceSpans, "trace-spans", 0, "traces mode: override the number of generated spans")
 	fs.StringVar(&o.traceEnd, "trace-end", "", "traces mode: end of the generated window (RFC 3339; default: this minute)")
 	fs.IntVar(&o.logLines, "log-lines", 0, "logs mode: override the number of generated lines")
@@ -79,6 +80,7 @@ func main() {
 	fs.DurationVar(&o.stepDur, "rate-step", 0, "override: duration of one rate step")
 	fs.IntVar(&o.stepMax, "rate-steps", 0, "override: maximum rate steps")
 	fs.BoolVar(&o.keepData, "keep-data", false, "keep the targets' data directories")
+	o.soak.register(fs)
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -89,6 +91,8 @@ func main() {
 		runf = runLogs
 	case "traces":
 		runf = runTraces
+	case "soak":
+		runf = runSoak
 	}
 	if err := runf(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "weft-bench:", err)

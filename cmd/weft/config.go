@@ -87,7 +87,9 @@ type fileConfig struct {
 		} `yaml:"remote_write"`
 		Logs logLimits `yaml:"logs"`
 		OTLP struct {
-			MaxRequestBytes *int64 `yaml:"max_request_bytes"`
+			MaxRequestBytes     *int64 `yaml:"max_request_bytes"`
+			MaxLabelNameLength  *int   `yaml:"max_label_name_length"`
+			MaxLabelValueLength *int   `yaml:"max_label_value_length"`
 		} `yaml:"otlp"`
 		// Ingest is what every ingest path shares.
 		Ingest struct {
@@ -333,6 +335,8 @@ func (c *fileConfig) bind(b binder, opts *app.Options) {
 	bindDur(b, &opts.RemoteWrite.Ingest.MaxFutureSkew, &rw.MaxFutureSkew)
 
 	bindVal(b, &opts.OTLP.MaxRequestBytes, &c.Limits.OTLP.MaxRequestBytes)
+	bindVal(b, &oi.MaxLabelNameLength, &c.Limits.OTLP.MaxLabelNameLength)
+	bindVal(b, &oi.MaxLabelValueLength, &c.Limits.OTLP.MaxLabelValueLength)
 	bindVal(b, &opts.IngestMaxInFlightBytes, &c.Limits.Ingest.MaxInFlightBytes)
 	bindVal(b, &opts.Storage.MemoryBudget, &c.Limits.MemoryBudgetBytes)
 

@@ -141,6 +141,8 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	fs.Var(&oooWindow, "out-of-order-window", "accept samples this much older than a series' newest sample, e.g. 10m")
 	fs.Var(&memBudget, "memory-budget", "resident memory past which new series, log streams and trace resources are refused (429; existing ones are accepted), e.g. 4GiB; 0: 2/3 of the cgroup's memory limit, else of the machine's memory; negative: none")
 	cluster := registerClusterFlags(fs, opts.Cluster) // config_cluster.go
+	multiTenant := fs.Bool("multi-tenant", opts.Tenancy.Enabled, "require the tenant (X-Scope-OrgID header, gRPC metadata x-scope-orgid) on every ingest and query request and keep each tenant's data apart, as Mimir, Loki and Tempo do; off: one anonymous tenant (docs/tenancy.md)")
+	federation := fs.Bool("tenant-federation.enabled", opts.Tenancy.Federation, "with -multi-tenant, let a query name several tenants (X-Scope-OrgID: a|b) and read all of their data")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -229,6 +231,12 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	}
 	if set["web.config.file"] {
 		opts.Security.WebConfigFile = *webConfig
+	}
+	if set["multi-tenant"] {
+		opts.Tenancy.Enabled = *multiTenant
+	}
+	if set["tenant-federation.enabled"] {
+		opts.Tenancy.Federation = *federation
 	}
 	if err := rules.applyRules(&opts, *configFile, rulesFile, set); err != nil {
 		return opts, fmt.Errorf("rules: %w", err)

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -32,6 +33,11 @@ type checkedAppender struct {
 	// exemplarErrs counts exemplars the storage refused (the sample was kept).
 	exemplarErrs int
 	buf          []byte
+
+	// series are the labels weft built for the data points (prepare); a
+	// series the converter appends with pointRefAttr gets them (expand).
+	series []labels.Labels
+	lb     *labels.Builder
 }
 
 func newCheckedAppender(app storage.AppenderV2, isRejection func(error) bool, targetInfo string) *checkedAppender {
@@ -43,6 +49,7 @@ func (a *checkedAppender) Append(ref storage.SeriesRef, ls labels.Labels, st, t 
 	if a.fatal != nil {
 		return 0, nil
 	}
+	ls = a.expand(ls)
 	r, err := a.AppenderV2.Append(ref, ls, st, t, v, h, fh, opts)
 	if err == nil {
 		return r, nil
@@ -106,4 +113,29 @@ func rejectionClassifier(extra []error) func(error) bool {
 		}
 		return false
 	}
+}
+
+// expand replaces the converter's labels of a data point's series (its
+// pointRefAttr, __name__ and the converter's le or quantile) by the labels
+// weft built for the point, with the converter's labels but pointRefAttr
+// over them. Linear in the labels.
+func (a *checkedAppender) expand(ls labels.Labels) labels.Labels {
+	ref := ls.Get(pointRefAttr)
+	if ref == "" {
+		return ls
+	}
+	i, err := strconv.Atoi(ref)
+	if err != nil || i < 0 || i >= len(a.series) {
+		return ls // BUG: a reference prepare did not write; storage sees it as sent
+	}
+	if a.lb == nil {
+		a.lb = labels.NewBuilder(labels.EmptyLabels())
+	}
+	a.lb.Reset(a.series[i])
+	ls.Range(func(l labels.Label) {
+		if l.Name != pointRefAttr {
+			a.lb.Set(l.Name, l.Value)
+		}
+	})
+	return a.lb.Labels()
 }

@@ -52,6 +52,7 @@ type Ingester struct {
 	isRejection func(error) bool
 	targetInfo  string
 	converters  sync.Pool
+	builders    sync.Pool // *labelBuilder
 }
 
 // New returns an Ingester appending to app. extraRejections are storage
@@ -59,6 +60,7 @@ type Ingester struct {
 // rather than the storage unavailable (for weft's storage:
 // storage.ErrInvalidLabels).
 func New(app storage.AppendableV2, opts Options, extraRejections ...error) (*Ingester, error) {
+	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("otlp options: %w", err)
 	}
@@ -111,6 +113,12 @@ func New(app storage.AppendableV2, opts Options, extraRejections ...error) (*Ing
 		ConvertHistogramsToNHCB:           opts.ConvertHistogramsToNHCB,
 		PromoteScopeMetadata:              opts.PromoteScopeMetadata,
 		LookbackDelta:                     opts.LookbackDelta,
+		// weft writes target_info itself, with the labels it builds
+		// (appendTargetInfo).
+		DisableTargetInfo: true,
+	}
+	ing.builders.New = func() any {
+		return ing.newLabelBuilder(cfg.PromoteAllResourceAttributes, promoteList(cfg))
 	}
 	return ing, nil
 }
@@ -130,11 +138,7 @@ func (ing *Ingester) Ingest(ctx context.Context, md pmetric.Metrics) (Result, er
 	ing.addContext(md)
 
 	app := newCheckedAppender(ing.app.AppenderV2(ctx), ing.isRejection, ing.targetInfo)
-	conv := ing.converters.Get().(*prw.PrometheusConverter)
-	conv.Reset(app)
-	annots, convErr := conv.FromMetrics(ctx, md, ing.settings)
-	conv.Reset(nil)
-	ing.converters.Put(conv)
+	annots, convErr := ing.convert(ctx, md, app, &rej)
 
 	fail := func(step string, err error) (Result, error) {
 		_ = app.AppenderV2.Rollback()
@@ -188,6 +192,15 @@ func (ing *Ingester) Ingest(ctx context.Context, md pmetric.Metrics) (Result, er
 	res.Message = rej.message()
 	res.ByReason = rej.byReason
 	return res, nil
+}
+
+// promoteList is the attribute list of cfg the label builder needs: the
+// promoted attributes, or with PromoteAllResourceAttributes the ignored ones.
+func promoteList(cfg config.OTLPConfig) []string {
+	if cfg.PromoteAllResourceAttributes {
+		return cfg.IgnoreResourceAttributes
+	}
+	return cfg.PromoteResourceAttributes
 }
 
 // addContext puts the resolved canonical context labels of every resource

@@ -7,7 +7,15 @@ import (
 
 	"github.com/prometheus/otlptranslator"
 
+	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/ingest/workload"
+)
+
+// The configuration keys of the label limits, named in rejection messages.
+const (
+	ConfigMaxLabelsPerSeries  = "limits.remote_write.max_labels_per_series"
+	ConfigMaxLabelNameLength  = "limits.otlp.max_label_name_length"
+	ConfigMaxLabelValueLength = "limits.otlp.max_label_value_length"
 )
 
 // Options configure an Ingester. The zero value is not useful; start from
@@ -43,6 +51,19 @@ type Options struct {
 	// (one sample per LookbackDelta/2 of the range) bounded. Default 24h.
 	MaxTimeSpan time.Duration
 
+	// MaxLabelsPerSeries rejects data points whose series would have more
+	// labels (__name__, job, instance, promoted and scope labels included),
+	// before conversion. weft shares remote write's limit
+	// (ConfigMaxLabelsPerSeries). Default ingest.DefaultMaxLabelsPerSeries.
+	MaxLabelsPerSeries int
+	// MaxLabelNameLength and MaxLabelValueLength reject data points whose
+	// series would have a longer label name or value (in bytes; __name__
+	// counts with the longest suffix the converter adds). A resource whose
+	// target_info breaks a limit loses all its points. Defaults
+	// DefaultMaxLabelNameLength and DefaultMaxLabelValueLength.
+	MaxLabelNameLength  int
+	MaxLabelValueLength int
+
 	// Workload maps resource attributes to canonical context labels.
 	Workload workload.Options
 	// Delta bounds the state kept to convert delta temporality to cumulative.
@@ -76,6 +97,13 @@ const (
 	// DefaultMaxTimeSpan allows a day of backlog per resource and request:
 	// at most 577 target_info samples with the default lookback.
 	DefaultMaxTimeSpan = 24 * time.Hour
+	// DefaultMaxLabelNameLength is Loki's and Mimir's max_label_name_length:
+	// real names are tens of bytes.
+	DefaultMaxLabelNameLength = 1024
+	// DefaultMaxLabelValueLength is 32 times Loki's and Mimir's 2048, because
+	// target_info carries resource attributes such as process.command_line;
+	// it still bounds one series' key.
+	DefaultMaxLabelValueLength = 64 << 10
 	// defaultLookbackDelta is PromQL's default lookback.
 	defaultLookbackDelta = 5 * time.Minute
 )
@@ -87,12 +115,29 @@ func DefaultOptions() Options {
 		TranslationStrategy: otlptranslator.UnderscoreEscapingWithSuffixes,
 		LookbackDelta:       defaultLookbackDelta,
 		MaxTimeSpan:         DefaultMaxTimeSpan,
+		MaxLabelsPerSeries:  ingest.DefaultMaxLabelsPerSeries,
+		MaxLabelNameLength:  DefaultMaxLabelNameLength,
+		MaxLabelValueLength: DefaultMaxLabelValueLength,
 		Workload:            workload.DefaultOptions(),
 		Delta: DeltaOptions{
 			MaxStreams: DefaultMaxDeltaStreams,
 			MaxIdle:    DefaultDeltaMaxIdle,
 		},
 	}
+}
+
+// withDefaults replaces zero or negative label limits by their defaults.
+func (o Options) withDefaults() Options {
+	if o.MaxLabelsPerSeries <= 0 {
+		o.MaxLabelsPerSeries = ingest.DefaultMaxLabelsPerSeries
+	}
+	if o.MaxLabelNameLength <= 0 {
+		o.MaxLabelNameLength = DefaultMaxLabelNameLength
+	}
+	if o.MaxLabelValueLength <= 0 {
+		o.MaxLabelValueLength = DefaultMaxLabelValueLength
+	}
+	return o
 }
 
 func (o Options) validate() error {

@@ -19,6 +19,7 @@ const (
 	ReasonInvalidDataPoint = "invalid_data_point" // no type, invalid name or attribute, temporality unspecified, too old for its resource
 	ReasonDeltaConversion  = "delta_conversion"   // delta to cumulative failed (reset, gap, out of order)
 	ReasonConversion       = "conversion_failed"  // the OTLP → Prometheus translator refused it
+	ReasonLabelLimit       = "label_limit"        // its series breaks a label limit (count, name or value length)
 	ReasonOutOfOrder       = "out_of_order"
 	ReasonOutOfWindow      = "out_of_window"
 	ReasonDuplicate        = "duplicate_sample"

@@ -1,12 +1,18 @@
 package gputelemetry
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftdb/weft/gpuagent"
 )
@@ -176,5 +182,62 @@ func TestXIDMessagesAreTheAgents(t *testing.T) {
 	}
 	if known != len(xidMessages) {
 		t.Errorf("the agent knows %d XIDs, the generator %d", known, len(xidMessages))
+	}
+}
+
+// TestEventStreamIsTheAgents holds EventStream to weft-agent's Loki pusher:
+// an XID event with a wide workload context, pushed by gpuagent.LokiPusher,
+// arrives with exactly the stream labels and structured metadata
+// EventStream gives, within Loki's default label limit.
+func TestEventStreamIsTheAgents(t *testing.T) {
+	var got struct {
+		Streams []struct {
+			Stream map[string]string   `json:"stream"`
+			Values [][]json.RawMessage `json:"values"`
+		} `json:"streams"`
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Errorf("decode push: %v", err)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	d := NewDevice(rand.New(rand.NewPCG(1, 1)), 3, H100)
+	d.DriverVersion = "550.54.15"
+	ctx := []Label{{"team", "pretrain"}, {"run_id", "r42"}, {"pod", "trainer-3"}, {"namespace", "ml"}, {"rank", "3"},
+		{"model", "llama-3-70b"}, {"dataset", "fineweb"}, {"container", "trainer"}, {"pod_uid", "u-1"}, {"cluster", "c1"}, {"empty", ""}}
+	labels := EventLabels("xid", "xid", "79", d.IdentityLabels("node-6"), ctx)
+	var line gpuagent.EventLine
+	for _, l := range labels {
+		line.Labels = append(line.Labels, gpuagent.Label{Name: l.Name, Value: l.Value})
+	}
+	line.Time, line.Line = time.Unix(100, 0), "XID 79"
+	if err := gpuagent.NewLokiPusher(srv.URL, nil).Push(context.Background(), []gpuagent.EventLine{line}); err != nil {
+		t.Fatal(err)
+	}
+	stream, meta := EventStream(labels)
+	if len(stream) != MaxEventStreamLabels || len(meta) == 0 {
+		t.Fatalf("the test's context should overflow the limit: %d stream labels, %d metadata", len(stream), len(meta))
+	}
+	toMap := func(ls []Label) map[string]string {
+		m := map[string]string{}
+		for _, l := range ls {
+			m[l.Name] = l.Value
+		}
+		return m
+	}
+	if len(got.Streams) != 1 || len(got.Streams[0].Values) != 1 || len(got.Streams[0].Values[0]) != 3 {
+		t.Fatalf("pushed %+v", got)
+	}
+	var md map[string]string
+	if err := json.Unmarshal(got.Streams[0].Values[0][2], &md); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got.Streams[0].Stream, toMap(stream)) {
+		t.Errorf("agent stream %v, EventStream %v", got.Streams[0].Stream, stream)
+	}
+	if !maps.Equal(md, toMap(meta)) {
+		t.Errorf("agent metadata %v, EventStream %v", md, meta)
 	}
 }

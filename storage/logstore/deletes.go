@@ -16,6 +16,7 @@ import (
 	"github.com/grafana/regexp"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/logentry"
 )
 
@@ -65,6 +66,18 @@ type DeleteRequest struct {
 	End       int64
 	CreatedAt int64 // unix ns, set by AddDeleteRequest
 	Processed bool  // the covered entries are reclaimed from storage
+}
+
+// Tenant returns the tenant whose streams r deletes: the value of its
+// tenant matcher (package tenant), tenant.Anonymous when it has none (a
+// request made with multi-tenancy off).
+func (r *DeleteRequest) Tenant() string {
+	for _, m := range r.Matchers {
+		if m.Name == tenant.LabelName && m.Type == labels.MatchEqual && m.Value != "" {
+			return m.Value
+		}
+	}
+	return tenant.Anonymous
 }
 
 // covers reports whether r deletes entry e of a stream r's matchers match.
@@ -187,6 +200,11 @@ func (s *Store) AddDeleteRequest(ctx context.Context, r DeleteRequest) (DeleteRe
 	if err := r.compile(); err != nil {
 		return DeleteRequest{}, err
 	}
+	if _, err := tenant.WriteID(ctx); err != nil {
+		return DeleteRequest{}, fmt.Errorf("%w: %w", ErrInvalidDelete, err)
+	}
+	// A tenant's request deletes its streams only (package tenant).
+	r.Matchers = tenant.Restrict(ctx, slices.Clone(r.Matchers))
 	if err := ctx.Err(); err != nil {
 		return DeleteRequest{}, err
 	}
@@ -227,7 +245,7 @@ func (s *Store) CancelDeleteRequest(ctx context.Context, id string) error {
 	}
 	s.deletes.mu.Lock()
 	defer s.deletes.mu.Unlock()
-	i := slices.IndexFunc(s.deletes.reqs, func(r *DeleteRequest) bool { return r.ID == id })
+	i := slices.IndexFunc(s.deletes.reqs, func(r *DeleteRequest) bool { return r.ID == id && tenant.Visible(ctx, r.Tenant()) })
 	switch {
 	case i < 0:
 		return ErrDeleteNotFound

@@ -39,7 +39,7 @@ func (s *Store) Series(ctx context.Context, start, end int64, ms ...*labels.Matc
 	s.mu.RLock()
 	for _, id := range ids.ToArray() {
 		if st := s.streams[index.ID(id)]; st != nil {
-			out = append(out, st.ls)
+			out = append(out, st.pub)
 		}
 	}
 	s.mu.RUnlock()
@@ -88,7 +88,7 @@ func (s *Store) EachStreamTotal(ctx context.Context, start, end int64, ms []*lab
 				return err
 			}
 			if t.Entries > 0 {
-				f(sel.st.ls, t)
+				f(sel.st.pub, t)
 			}
 			continue
 		}
@@ -102,7 +102,7 @@ func (s *Store) EachStreamTotal(ctx context.Context, start, end int64, ms []*lab
 			}
 		}
 		if t.Entries > 0 {
-			f(sel.st.ls, t)
+			f(sel.st.pub, t)
 		}
 	}
 	return nil

@@ -183,7 +183,7 @@ func (it *iterator) Next() bool {
 // openStream fills the merge heap with the stream's head and the chunks
 // that may match.
 func (it *iterator) openStream(sel selStream) error {
-	it.cur, it.dels = sel.st.ls, sel.dels
+	it.cur, it.dels = sel.st.pub, sel.dels
 	it.merge = it.merge[:0]
 	it.dups.reset()
 	if len(sel.head) > 0 {

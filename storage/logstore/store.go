@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/logentry"
 )
 
@@ -24,6 +25,9 @@ import (
 var (
 	// ErrEmptyLabels: a pushed stream has no labels.
 	ErrEmptyLabels = errors.New("stream has no labels")
+	// ErrTenant: a pushed stream has the tenant's reserved label, or the
+	// push names no single tenant (package tenant).
+	ErrTenant = errors.New("invalid tenant")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("log store closed")
 	// ErrTooOld: an entry is older than the retention; the next retention
@@ -97,7 +101,9 @@ type partMember struct {
 // records, in push order.
 type stream struct {
 	id index.ID
-	ls labels.Labels
+	ls labels.Labels // as in the index, with the tenant label (package tenant)
+	// pub is ls as readers see it: without the tenant label.
+	pub labels.Labels
 
 	parts []int64 // sorted partitions with P records; guarded by Store.mu
 	// chunks: the sealed chunks' headers per partition, in key order;
@@ -118,7 +124,7 @@ type stream struct {
 }
 
 func newStream(id index.ID, ls labels.Labels) *stream {
-	s := &stream{id: id, ls: ls}
+	s := &stream{id: id, ls: ls, pub: tenant.Strip(ls)}
 	s.sealCond = sync.NewCond(&s.mu)
 	return s
 }
@@ -374,10 +380,18 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 	var newStreams []*stream
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
+	tid, err := tenant.WriteID(ctx)
+	if err != nil {
+		return fmt.Errorf("push: %w: %w", ErrTenant, err)
+	}
 	for _, ps := range streams {
 		if len(ps.Entries) == 0 {
 			continue
 		}
+		if ps.Labels.Has(tenant.LabelName) {
+			return fmt.Errorf("push: %w: label name %q is reserved for the tenant", ErrTenant, tenant.LabelName)
+		}
+		ps.Labels = tenant.Add(ps.Labels, tid)
 		id, _, err := s.ix.GetOrCreate(index.KindLog, ps.Labels, nsToMs(ps.Entries[0].Timestamp))
 		if err != nil {
 			return fmt.Errorf("push: %w", err)

@@ -52,7 +52,7 @@ func (s *Store) SelectTimestamps(ctx context.Context, p logentry.SelectParams, f
 			// Deleted entries, or duplicates across blocks: read the
 			// stream's entries.
 			if err := it.eachStreamEntries(sel, func(ts []int64, names []string) error {
-				return f(sel.st.ls, names, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil })
+				return f(sel.st.pub, names, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil })
 			}); err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ func (s *Store) SelectTimestamps(ctx context.Context, p logentry.SelectParams, f
 				}
 				ts = append(ts, e.Timestamp)
 			}
-			if err := f(sel.st.ls, sel.headNames, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil }); err != nil {
+			if err := f(sel.st.pub, sel.headNames, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil }); err != nil {
 				return err
 			}
 		}
@@ -151,7 +151,7 @@ func (it *iterator) emitBlock(sel selStream, b chunkBlock, f func(labels.Labels,
 			})
 			return ts, err
 		}
-		return f(sel.st.ls, b.names, m.minT, m.maxT, m.n, load)
+		return f(sel.st.pub, b.names, m.minT, m.maxT, m.n, load)
 	}
 	var ts []int64
 	names := b.names
@@ -181,7 +181,7 @@ func (it *iterator) emitBlock(sel selStream, b chunkBlock, f func(labels.Labels,
 	if len(ts) == 0 {
 		return nil
 	}
-	return f(sel.st.ls, names, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil })
+	return f(sel.st.pub, names, ts[0], ts[len(ts)-1], len(ts), func() ([]int64, error) { return ts, nil })
 }
 
 // eachStreamEntries merges sel's head and chunks as Select does and calls

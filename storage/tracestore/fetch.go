@@ -8,8 +8,11 @@ import (
 	"math"
 	"slices"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/traceentry"
 )
 
@@ -33,12 +36,43 @@ type view struct {
 	blocks []*blockMeta               // every block, newest first
 	cache  []*cachedPage
 	stats  ReadStats
+	// keep, when not nil, are the streams whose spans the reader may see
+	// (its tenants'); nil: every span.
+	keep *roaring64.Bitmap
 }
 
 type headView struct {
 	id         traceentry.TraceID
 	spans      []traceentry.Span
+	streams    []index.ID // per span
 	start, end int64
+}
+
+// restrict limits v to the spans of the tenants of ctx (package tenant):
+// a trace ID is the client's, so two tenants may send the same one.
+func (v *view) restrict(ctx context.Context) error {
+	if _, ok := tenant.FromContext(ctx); !ok {
+		return nil
+	}
+	ids, err := v.s.ix.Postings(ctx, index.KindTrace, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return fmt.Errorf("tenant streams: %w", err)
+	}
+	v.keep = ids
+	return nil
+}
+
+// appendKept appends the spans whose stream (streamOf(i)) v may see.
+func (v *view) appendKept(dst, spans []traceentry.Span, streamOf func(i int) index.ID) []traceentry.Span {
+	if v.keep == nil {
+		return append(dst, spans...)
+	}
+	for i := range spans {
+		if v.keep.Contains(uint64(streamOf(i))) {
+			dst = append(dst, spans[i])
+		}
+	}
+	return dst
 }
 
 type cachedPage struct {
@@ -74,7 +108,7 @@ func (s *Store) takeView(withHead bool, only *traceentry.TraceID) (*view, error)
 	v := &view{s: s}
 	s.mu.RLock()
 	add := func(ht *headTrace) {
-		hv := headView{id: ht.id, spans: ht.spans[:len(ht.spans):len(ht.spans)]}
+		hv := headView{id: ht.id, spans: ht.spans[:len(ht.spans):len(ht.spans)], streams: ht.streams[:len(ht.spans):len(ht.spans)]}
 		p := part{spans: hv.spans}
 		hv.start, hv.end = p.timeRange()
 		v.head = append(v.head, hv)
@@ -192,7 +226,8 @@ func (v *view) get(key []byte) ([]byte, error) {
 func (v *view) assemble(id traceentry.TraceID, lo, hi int64) (*traceentry.Trace, error) {
 	tr := &traceentry.Trace{TraceID: id}
 	if i, ok := v.byID[id]; ok {
-		tr.Spans = append(tr.Spans, v.head[i].spans...)
+		hv := &v.head[i]
+		tr.Spans = v.appendKept(tr.Spans, hv.spans, func(j int) index.ID { return hv.streams[j] })
 	}
 	for _, b := range v.blocks {
 		if lo <= hi && !b.overlaps(lo, hi) {
@@ -213,8 +248,8 @@ func (v *view) assemble(id traceentry.TraceID, lo, hi int64) (*traceentry.Trace,
 		if !ok {
 			continue
 		}
-		t := cp.pg.traces[ti]
-		tr.Spans = append(tr.Spans, cp.pg.spans[t.first:t.first+t.n]...)
+		t, pg := cp.pg.traces[ti], cp.pg
+		tr.Spans = v.appendKept(tr.Spans, pg.spans[t.first:t.first+t.n], func(j int) index.ID { return pg.streams[pg.spanRes[t.first+j]] })
 	}
 	tr.Spans = dedupeSpans(tr.Spans)
 	v.stats.AssembledTraces++
@@ -260,6 +295,9 @@ func (s *Store) FindTraceByID(ctx context.Context, id traceentry.TraceID, start,
 		return nil, err
 	}
 	defer v.close()
+	if err := v.restrict(ctx); err != nil {
+		return nil, err
+	}
 	lo, hi := int64(1), int64(0) // every block
 	if start < end {
 		lo, hi = start, end
@@ -293,6 +331,9 @@ func (s *Store) Fetch(ctx context.Context, req traceentry.FetchRequest) (traceen
 	}
 	pl, err := s.newPlan(ctx, req.Hints, lo, hi)
 	if err != nil {
+		return nil, errors.Join(err, v.close())
+	}
+	if err := v.restrict(ctx); err != nil {
 		return nil, errors.Join(err, v.close())
 	}
 	return &iterator{ctx: ctx, v: v, pl: pl, lo: lo, hi: hi, w: w, yielded: map[traceentry.TraceID]struct{}{}}, nil
@@ -342,6 +383,9 @@ func (it *iterator) Next() bool {
 			return false
 		}
 		it.yielded[id] = struct{}{}
+		if len(tr.Spans) == 0 {
+			continue // another tenant's trace
+		}
 		it.cur = tr
 		return true
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index"
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/traceentry"
 )
 
@@ -384,6 +385,10 @@ func (s *Store) Push(ctx context.Context, batch []ResourceSpans) (PushResult, er
 			return res, ErrEmptyLabels
 		}
 	}
+	tid, err := tenant.WriteID(ctx)
+	if err != nil {
+		return res, fmt.Errorf("push: %w", err)
+	}
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
 	b := s.db.NewBatch()
@@ -403,7 +408,7 @@ func (s *Store) Push(ctx context.Context, batch []ResourceSpans) (PushResult, er
 			}
 			if !known {
 				var err error
-				if id, err = s.streamID(b, rs.Labels, sp.StartUnixNano, &newStreams); err != nil {
+				if id, err = s.streamID(b, tenant.Add(rs.Labels, tid), sp.StartUnixNano, &newStreams); err != nil {
 					return PushResult{}, err
 				}
 				known = true

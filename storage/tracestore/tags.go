@@ -2,17 +2,26 @@ package tracestore
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
+
+	"github.com/weftdb/weft/index/tenant"
+	"github.com/weftdb/weft/storage/traceentry"
 )
 
 // TagNames returns the sorted span and resource attribute names of the
 // traces with spans in [start, end] (unix ns; end 0 = unbounded), from the
 // block headers and the head: names only, nothing is decoded. Each block
-// lists at most 1024 names of each scope. Safe for concurrent use.
+// lists at most 1024 names of each scope. A ctx restricted to tenants
+// (package tenant) gets the names of their traces, read from the traces:
+// the headers do not say whose names they list. Safe for concurrent use.
 func (s *Store) TagNames(ctx context.Context, start, end int64) (span, resource []string, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
+	}
+	if _, restricted := tenant.FromContext(ctx); restricted {
+		return s.tenantTagNames(ctx, start, end)
 	}
 	sk, rk := map[string]struct{}{}, map[string]struct{}{}
 	s.mu.RLock()
@@ -30,5 +39,30 @@ func (s *Store) TagNames(ctx context.Context, start, end int64) (span, resource 
 	maps.Copy(sk, s.spanKeys)
 	maps.Copy(rk, s.resKeys)
 	s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(sk)), slices.Sorted(maps.Keys(rk)), nil
+}
+
+// tenantTagNames is TagNames from the traces ctx may read.
+func (s *Store) tenantTagNames(ctx context.Context, start, end int64) (span, resource []string, err error) {
+	it, err := s.Fetch(ctx, traceentry.FetchRequest{Start: start, End: end})
+	if err != nil {
+		return nil, nil, err
+	}
+	sk, rk := map[string]struct{}{}, map[string]struct{}{}
+	for it.Next() {
+		for _, sp := range it.At().Spans {
+			for _, kv := range sp.Attributes {
+				sk[kv.Key] = struct{}{}
+			}
+			if sp.Resource != nil {
+				for _, kv := range sp.Resource.Attributes {
+					rk[kv.Key] = struct{}{}
+				}
+			}
+		}
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return nil, nil, err
+	}
 	return slices.Sorted(maps.Keys(sk)), slices.Sorted(maps.Keys(rk)), nil
 }

@@ -199,6 +199,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.OTLPLogs.Ingest.IndexLabels = opts.OTLPLogIndexLabels
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
+	aopts.Tenancy = opts.Tenancy
 	webCfg, err := applySecurity(opts, &aopts) // security.go
 	if err != nil {
 		return nil, err

@@ -96,6 +96,9 @@ type Options struct {
 	// Security is TLS, authentication, cross-site and redaction settings
 	// (security.go).
 	Security SecurityOptions
+	// Tenancy is multi-tenancy (-multi-tenant, docs/tenancy.md); off by
+	// default: one anonymous tenant.
+	Tenancy api.TenancyOptions
 	// ShutdownTimeout bounds Stop when Run stops the server.
 	ShutdownTimeout time.Duration
 	// Web places the routes and the web UI (route prefix, external URL).

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/weftdb/weft/bench/scenario"
 )
 
 // TestAlertCarriesProbableCause: the seeds' story with the real binaries.
@@ -65,13 +62,7 @@ groups:
 
 	// The cause 35 minutes ago and the stall 20 s later: 30 minutes back,
 	// the run has not stepped for a few minutes.
-	o := scenario.Options{Seed: 3, Start: time.Now().UTC().Truncate(time.Minute).Add(-70 * time.Minute), Duration: time.Hour, Onset: 35 * time.Minute}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	d, rep, err := scenario.Run(ctx, "nvlink-stall", o, scenario.Target{URL: base}, scenario.ReplayOptions{})
-	if err != nil {
-		t.Fatalf("replay: %v (report %+v)", err, rep)
-	}
+	d, o, _ := replayScenario(t, base, "nvlink-stall", 3, 70*time.Minute, 35*time.Minute)
 
 	page := sink.wait(t, 2*time.Minute, "TrainingStalled", "firing")
 	run := d.Truth.Affected.RunID

@@ -48,9 +48,9 @@ const (
 	// maxIncidentCauses is how many of an investigation's causes an
 	// incident keeps.
 	maxIncidentCauses = 3
-	// maxWorkloadValues: a workload key (run_id, service, model,
-	// model_version) with more values than this in the symptom's context
-	// says nothing about the incident and is left out.
+	// maxWorkloadValues: a workload key the symptom names (run_id,
+	// service, model, model_version) with more values than this in its
+	// context says nothing about the incident and is left out.
 	maxWorkloadValues = 4
 	// maxIncidentsRead bounds the incidents one Incidents call reads; the
 	// answer says when it stopped there.
@@ -58,6 +58,13 @@ const (
 	// defaultIncidentGroups is how many groups an answer lists unless
 	// asked for another number.
 	defaultIncidentGroups = 100
+	// incidentMergeWindow: the same symptom with the same top cause seen
+	// again within this long of its last sighting is one incident, not
+	// another: investigations are re-run while a problem lasts (a page
+	// reloaded, the alert's investigation_url opened), and an alert that
+	// flaps fires again within minutes. As long as an investigation's
+	// window (Baseline and Lead, 30 minutes by default).
+	incidentMergeWindow = 30 * time.Minute
 )
 
 // Incident is one incident as kept: what was seen, where and when, and
@@ -107,7 +114,7 @@ type AlertIncident struct {
 
 // incidentOfReport is the incident an investigation found, or nil when it
 // found neither a symptom nor a cause.
-func (iv *Investigator) incidentOfReport(s Symptom, rep *Report) *Incident {
+func (iv *Investigator) incidentOfReport(s Symptom, sel selector, rep *Report) *Incident {
 	if len(rep.Causes) == 0 && !rep.Symptom.Found {
 		return nil
 	}
@@ -121,15 +128,15 @@ func (iv *Investigator) incidentOfReport(s Symptom, rep *Report) *Incident {
 	for _, c := range rep.Causes[:min(len(rep.Causes), maxIncidentCauses)] {
 		inc.Causes = append(inc.Causes, IncidentCause{Rank: c.Rank, Kind: c.Kind, Summary: c.Summary, Score: c.Score, Where: c.Where})
 	}
-	if len(rep.Causes) > 0 {
-		w := rep.Causes[0].Where
-		add := func(k string, vs ...string) {
-			for _, v := range vs {
-				if v != "" && !slices.Contains(inc.Context[k], v) {
-					inc.Context[k] = append(inc.Context[k], v)
-				}
+	add := func(k string, vs ...string) {
+		for _, v := range vs {
+			if v != "" && !slices.Contains(inc.Context[k], v) {
+				inc.Context[k] = append(inc.Context[k], v)
 			}
 		}
+	}
+	if len(rep.Causes) > 0 {
+		w := rep.Causes[0].Where
 		add("gpu_uuid", w.GPUUUIDs...)
 		add("host", w.Nodes...)
 		add("model_version", w.Version)
@@ -138,17 +145,21 @@ func (iv *Investigator) incidentOfReport(s Symptom, rep *Report) *Incident {
 		add("service", w.Service)
 		add("run_id", w.RunID)
 	}
-	// What suffered: the symptom's workload, where it is one of a few.
+	// What suffered: the workload the symptom names (a few values at
+	// most), and its model and version where it has one. A run's service
+	// is its job's name ("trainer"), not a workload: only a symptom on a
+	// service places the incident on one.
+	named := func(k string) bool {
+		return slices.ContainsFunc(sel.ms, func(m *labels.Matcher) bool {
+			return iv.incidentKey(m.Name) == k || k == "service" && m.Name == "service_name"
+		})
+	}
 	for _, k := range []string{"run_id", "service", "model", "model_version"} {
 		vs := rep.Symptom.Context[k]
-		if len(vs) == 0 || len(vs) > maxWorkloadValues {
+		if len(vs) == 0 || len(vs) > maxWorkloadValues || !named(k) && (len(vs) > 1 || k == "service") {
 			continue
 		}
-		for _, v := range vs {
-			if !slices.Contains(inc.Context[k], v) {
-				inc.Context[k] = append(inc.Context[k], v)
-			}
-		}
+		add(k, vs...)
 	}
 	inc.ID = incidentID(inc.Symptom, strconv.FormatInt(cmp.Or(inc.Onset, inc.Time).UnixMilli(), 10))
 	return inc
@@ -403,9 +414,39 @@ func (iv *Investigator) readIncidents(ctx context.Context, start, end time.Time)
 	if err := it.Err(); err != nil {
 		return nil, false, fmt.Errorf("read incidents: %w", err)
 	}
-	out := slices.Collect(maps.Values(byID))
-	slices.SortFunc(out, func(a, b *Incident) int { return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.ID, b.ID)) })
+	all := slices.Collect(maps.Values(byID))
+	slices.SortFunc(all, func(a, b *Incident) int { return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.ID, b.ID)) })
+	// The same symptom with the same top cause, seen again within
+	// incidentMergeWindow of its last sighting (a page reloaded, an alert
+	// flapping), is the same incident.
+	last := map[string]time.Time{}
+	out := all[:0]
+	for _, inc := range all {
+		sig := inc.signature()
+		if t, ok := last[sig]; ok && inc.Time.Sub(t) <= incidentMergeWindow {
+			last[sig] = inc.Time
+			continue
+		}
+		last[sig] = inc.Time
+		out = append(out, inc)
+	}
 	return out, truncated, nil
+}
+
+// signature is what makes two records one incident when they are close
+// in time: the symptom and its top cause, or the alert's labels.
+func (inc *Incident) signature() string {
+	if inc.Source == SourceAlert {
+		return inc.Source + "\x00" + labels.FromMap(inc.Alert).String()
+	}
+	sig := inc.Source + "\x00" + inc.Symptom
+	if len(inc.Causes) > 0 {
+		// Kind and place, not the summary: it names the symptom's class,
+		// which a later look may read differently (slowdown, then stall).
+		c := inc.Causes[0]
+		sig += fmt.Sprintf("\x00%s\x00%q\x00%q\x00%s\x00%s\x00%s", c.Kind, c.Where.Nodes, c.Where.GPUUUIDs, c.Where.Dependency, c.Where.Version, c.Where.Service)
+	}
+	return sig
 }
 
 // incidentMatches reports whether every matcher of ms matches one of

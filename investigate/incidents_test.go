@@ -20,8 +20,8 @@ import (
 
 // TestIncidentsGroupAlerts: alerts recorded as incidents group by the
 // values they share, aliases resolved (UUID is gpu_uuid, Hostname is
-// host), a re-sent alert counted once; match[] narrows, min_count and by
-// are honoured, and bad requests are ErrInvalid.
+// host), a re-sent or flapping alert counted once; match[] narrows,
+// min_count and by are honoured, and bad requests are ErrInvalid.
 func TestIncidentsGroupAlerts(t *testing.T) {
 	r := newWeft(t)
 	ctx := context.Background()
@@ -34,7 +34,8 @@ func TestIncidentsGroupAlerts(t *testing.T) {
 	}
 	for _, a := range []investigate.AlertIncident{
 		alert("r1", "GPU-a", "node-5", t0),
-		alert("r1", "GPU-a", "node-5", t0), // re-sent: the same incident
+		alert("r1", "GPU-a", "node-5", t0),                     // re-sent: the same incident
+		alert("r1", "GPU-a", "node-5", t0.Add(10*time.Minute)), // flapping: active again soon after, the same incident
 		alert("r2", "GPU-a", "node-5", t0.Add(time.Hour)),
 		alert("r3", "GPU-b", "node-5", t0.Add(90*time.Minute)),
 		alert("r4", "GPU-a", "node-5", t0.Add(2*time.Hour)),
@@ -157,6 +158,15 @@ func TestIncidentsSameGPUAcrossRuns(t *testing.T) {
 			t.Fatalf("run %s: top cause %q on %v, truth %s", run, top.Summary, top.Where.GPUUUIDs, gpu)
 		}
 		ids = append(ids, rep.Incident)
+		if i == len(runs)-1 {
+			// Investigated again a minute later (a page reloaded): the
+			// same incident, not a fourth.
+			var again investigate.Report
+			httpJSON(t, http.MethodPost, r.base+"/weft/api/v1/investigate", url.Values{"selector": {`{run_id="` + run + `"}`}, "time": {at.Add(time.Minute).Format(time.RFC3339)}}, &again)
+			if again.Incident == "" {
+				t.Fatalf("run %s investigated again: no incident kept", run)
+			}
+		}
 	}
 	if len(slices.Compact(slices.Clone(ids))) != 3 {
 		t.Fatalf("incident IDs %v are not three", ids)
@@ -181,6 +191,13 @@ func TestIncidentsSameGPUAcrossRuns(t *testing.T) {
 		if len(top.Causes) != 1 || top.Causes[0].Kind != investigate.KindThermal || top.Causes[0].Count != 3 {
 			t.Errorf("by %q: top group's causes %+v", by, top.Causes)
 		}
+	}
+	// A run's service is its job ("trainer"): three runs do not share it.
+	q.Set("by", "service")
+	var svc investigate.IncidentGroups
+	httpJSON(t, http.MethodGet, r.base+"/weft/api/v1/incidents", q, &svc)
+	if len(svc.Groups) != 0 {
+		t.Errorf("by service: %+v, want no group", svc.Groups)
 	}
 	// One run alone shares nothing.
 	q.Set("by", "gpu_uuid")

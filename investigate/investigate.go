@@ -189,7 +189,7 @@ func (iv *Investigator) Investigate(ctx context.Context, s Symptom) (*Report, er
 		return nil, err
 	}
 	rep.Causes = a.rank()
-	if inc := iv.incidentOfReport(s, rep); inc != nil && iv.opts.Incidents != nil {
+	if inc := iv.incidentOfReport(s, sel, rep); inc != nil && iv.opts.Incidents != nil {
 		// The answer stands without its record: a failed write is logged.
 		if err := iv.record(ctx, inc); err != nil {
 			iv.opts.Logger.Warn("incident not kept", "incident", inc.ID, "err", err)

@@ -53,6 +53,8 @@ type ruleFlags struct {
 	resendDelay, amTimeout           durationFlag
 	externalURL                      *string
 	queueCapacity                    *int
+	investigateTimeout               durationFlag
+	investigationsPerEval            *int
 }
 
 func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
@@ -63,6 +65,8 @@ func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
 		gracePeriod:     durationFlag(d.ForGracePeriod),
 		resendDelay:     durationFlag(d.ResendDelay),
 		amTimeout:       durationFlag(config.DefaultAlertmanagerConfig.Timeout),
+
+		investigateTimeout: durationFlag(d.InvestigateTimeout),
 	}
 	fs.Var(&rf.files, "rules.file", "Prometheus rule file or glob to evaluate (repeatable; adds to rule_files in -config)")
 	fs.Var(&rf.logqlFiles, "rules.logql-file", "rule file or glob whose expressions are LogQL metric queries (repeatable; adds to logql_rule_files)")
@@ -75,6 +79,8 @@ func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
 	fs.Var(&rf.alertmanagers, "alertmanager.url", "Alertmanager to send alerts to, as http[s]://[user:password@]host:port[/path] (repeatable; adds to alerting.alertmanagers)")
 	fs.Var(&rf.amTimeout, "alertmanager.timeout", "timeout of each request to an -alertmanager.url")
 	rf.queueCapacity = fs.Int("alertmanager.notification-queue-capacity", d.NotificationQueueCapacity, "alerts queued for Alertmanager before the oldest are dropped")
+	fs.Var(&rf.investigateTimeout, "rules.alert.investigate-timeout", "bound of one investigation of an alert that opts in with weft_investigate: \"true\"")
+	rf.investigationsPerEval = fs.Int("rules.alert.max-investigations-per-eval", d.MaxInvestigationsPerEval, "investigations one rule's evaluation waits for; other alerts are investigated at their next resends")
 	return rf
 }
 
@@ -213,6 +219,11 @@ func (rf *ruleFlags) applyRules(opts *app.Options, configFile string, fc *rulesF
 	ro.Ruler.ForGracePeriod = time.Duration(rf.gracePeriod)
 	ro.Ruler.ResendDelay = time.Duration(rf.resendDelay)
 	ro.Ruler.NotificationQueueCapacity = *rf.queueCapacity
+	if rf.investigateTimeout <= 0 || *rf.investigationsPerEval <= 0 {
+		return fmt.Errorf("-rules.alert.investigate-timeout and -rules.alert.max-investigations-per-eval must be positive")
+	}
+	ro.Ruler.InvestigateTimeout = time.Duration(rf.investigateTimeout)
+	ro.Ruler.MaxInvestigationsPerEval = *rf.investigationsPerEval
 	if *rf.externalURL != "" {
 		u, err := url.Parse(*rf.externalURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {

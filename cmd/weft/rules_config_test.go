@@ -38,7 +38,8 @@ alerting:
 	opts, err := parseFlags([]string{"-config", cfg, "-http-addr", "127.0.0.1:9999",
 		"-rules.file", "extra.yml", "-rules.logql-file", "nccl.yml",
 		"-alertmanager.url", "https://u:p@am-3:9443/prefix/", "-alertmanager.timeout", "2s",
-		"-rules.alert.resend-delay", "30s", "-rules.query-offset", "1m"}, &stderr)
+		"-rules.alert.resend-delay", "30s", "-rules.query-offset", "1m",
+		"-rules.alert.investigate-timeout", "3s", "-rules.alert.max-investigations-per-eval", "2"}, &stderr)
 	if err != nil {
 		t.Fatal(err, stderr.String())
 	}
@@ -67,7 +68,7 @@ alerting:
 		am.HTTPClientConfig.BasicAuth == nil || am.HTTPClientConfig.BasicAuth.Username != "u" || string(am.HTTPClientConfig.BasicAuth.Password) != "p" {
 		t.Errorf("alertmanager from -alertmanager.url: %+v", am)
 	}
-	if opts.Rules.Ruler.ResendDelay != 30*time.Second || opts.Rules.Ruler.ExternalURL.Port() != "9999" {
+	if ro := opts.Rules.Ruler; ro.ResendDelay != 30*time.Second || ro.ExternalURL.Port() != "9999" || ro.InvestigateTimeout != 3*time.Second || ro.MaxInvestigationsPerEval != 2 {
 		t.Errorf("ruler options %+v", opts.Rules.Ruler)
 	}
 

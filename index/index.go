@@ -63,6 +63,11 @@ func kindsOf(k Kind) []Kind {
 // all kinds, and never reused. 0 is never a valid ID.
 type ID uint64
 
+// ReservedPrefix starts the label names of the streams weft writes itself
+// (investigate.KindLabel, "__weft_kind__", on incidents): ingest paths
+// refuse it, so that no client can plant a record weft reads as its own.
+const ReservedPrefix = "__weft_"
+
 // Sentinel errors; inspect with errors.Is.
 var (
 	ErrInvalidKind = errors.New("invalid stream kind")

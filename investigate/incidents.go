@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
@@ -28,7 +29,7 @@ import (
 const (
 	// KindLabel is the reserved label of the streams weft writes its own
 	// records to.
-	KindLabel = "__weft_kind__"
+	KindLabel = index.ReservedPrefix + "kind__"
 	// IncidentKind is KindLabel's value on incident streams.
 	IncidentKind = "incident"
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
 )
@@ -188,6 +189,8 @@ func (in *Ingester) checkLabel(p Pair) (Reason, error) {
 	switch {
 	case !model.LabelName(p.Name).IsValidLegacy():
 		return ReasonInvalidLabels, fmt.Errorf("invalid label name %q", truncate(p.Name))
+	case strings.HasPrefix(p.Name, index.ReservedPrefix):
+		return ReasonInvalidLabels, fmt.Errorf("label name %q: the prefix %s is reserved for weft's own streams", truncate(p.Name), index.ReservedPrefix)
 	case len(p.Name) > in.opts.MaxLabelNameLength:
 		return ReasonLabelNameTooLong, fmt.Errorf("label name %q longer than %d bytes", truncate(p.Name), in.opts.MaxLabelNameLength)
 	case len(p.Value) > in.opts.MaxLabelValueLength:

@@ -88,6 +88,7 @@ func TestValidation(t *testing.T) {
 	}{
 		{"no labels", Stream{Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "at least one label pair", ReasonMissingLabels},
 		{"bad label name", Stream{Labels: []Pair{{"a-b", "x"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, `invalid label name "a-b"`, ReasonInvalidLabels},
+		{"reserved label name", Stream{Labels: []Pair{{"__weft_kind__", "incident"}}, Entries: []Entry{{Timestamp: testTS, Line: "{}"}}}, `label name "__weft_kind__": the prefix __weft_ is reserved`, ReasonInvalidLabels},
 		{"bad utf8", Stream{Labels: []Pair{{"a", "\xff"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "not valid UTF-8", ReasonInvalidLabels},
 		{"duplicate", Stream{Labels: []Pair{{"a", "1"}, {"a", "2"}}, Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "duplicate label name", ReasonDuplicateLabelNames},
 		{"parse", Stream{LabelsErr: errors.New("label set oops"), Entries: []Entry{{Timestamp: testTS, Line: "x"}}}, "error parsing labels", ReasonInvalidLabels},

@@ -94,7 +94,7 @@ type tenantState struct {
 // NewLimiter returns a limiter with cfg, registering its metrics with reg
 // (nil: not registered).
 func NewLimiter(cfg LimitsConfig, reg prometheus.Registerer) (*Limiter, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	l := &Limiter{
@@ -123,7 +123,8 @@ func NewLimiter(cfg LimitsConfig, reg prometheus.Registerer) (*Limiter, error) {
 	return l, nil
 }
 
-func (c *LimitsConfig) validate() error {
+// Validate checks every limit (none negative, valid tenant IDs).
+func (c *LimitsConfig) Validate() error {
 	check := func(who string, t TenantLimits) error {
 		for name, v := range map[string]float64{
 			"ingestion_rate": t.IngestionRate, "ingestion_burst_size": float64(t.IngestionBurstSize),
@@ -155,7 +156,7 @@ func (c *LimitsConfig) validate() error {
 // Apply replaces the limits (a configuration reload). Buckets keep their
 // tokens; rates and bursts change at once.
 func (l *Limiter) Apply(cfg LimitsConfig) error {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	l.mu.Lock()

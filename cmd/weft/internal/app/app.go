@@ -196,6 +196,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.Tenancy = opts.Tenancy
+	if aopts.Limits, err = api.NewLimiter(opts.TenantLimits, reg); err != nil {
+		return nil, fmt.Errorf("tenant limits: %w", err)
+	}
 	webCfg, err := applySecurity(opts, &aopts) // security.go
 	if err != nil {
 		return nil, err
@@ -227,6 +230,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 				rules.stop(false)
 			}
 		}()
+		rules.reloadLimits = limitsReloader(aopts.Limits, opts.ReloadTenantLimits)
 		aopts.Rules, aopts.Reload = rules.ruler, rules.reload
 	} else if err := noRules(role.target, opts.Rules); err != nil {
 		return nil, err

@@ -53,6 +53,9 @@ type TenantLimits struct {
 	MaxQueryLength time.Duration
 	// MaxConcurrentQueries bounds the tenant's queries in flight.
 	MaxConcurrentQueries int
+	// MaxActiveSeries bounds the tenant's metric series in the index's
+	// recent partitions: a sample of a new series past it is refused.
+	MaxActiveSeries int
 }
 
 // LimitsConfig is every tenant's limits: Defaults, and Overrides by tenant
@@ -80,6 +83,8 @@ type Limiter struct {
 	cfg     LimitsConfig
 	tenants map[string]*tenantState
 
+	countSeries func(ctx context.Context) (int, error)
+
 	received  *prometheus.CounterVec
 	discarded *prometheus.CounterVec
 	inflight  *prometheus.GaugeVec
@@ -89,6 +94,62 @@ type Limiter struct {
 type tenantState struct {
 	samples, logBytes, spans *rate.Limiter
 	queries                  int // guarded by Limiter.mu
+	// series is the tenant's series count, counted from the index at
+	// seriesAt and incremented by each admitted series; guarded by
+	// Limiter.mu.
+	series   int
+	seriesAt time.Time
+}
+
+// seriesRecount is how long a tenant's series count is trusted before it
+// is counted again from the index (series also go: retention, deletes).
+const seriesRecount = 30 * time.Second
+
+// SetSeriesCounter sets how a tenant's series are counted (the index's
+// postings of the tenant); without one MaxActiveSeries counts only the
+// series created since the start. Call it before serving.
+func (l *Limiter) SetSeriesCounter(count func(ctx context.Context) (int, error)) {
+	if l != nil {
+		l.countSeries = count
+	}
+}
+
+// AdmitSeries is storage.Options.AdmitSeries: it refuses a new series of a
+// tenant at its MaxActiveSeries (400, Mimir's per-tenant series limit).
+func (l *Limiter) AdmitSeries(ctx context.Context, tid string) error {
+	if l == nil {
+		return nil
+	}
+	id := tid
+	if id == "" {
+		id = tenant.Anonymous
+	}
+	l.mu.Lock()
+	t, st := l.stateLocked(id)
+	if t.MaxActiveSeries <= 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	stale := l.countSeries != nil && time.Since(st.seriesAt) > seriesRecount
+	l.mu.Unlock()
+	if stale { // outside the lock: counting reads the index
+		n, err := l.countSeries(tenant.With(context.WithoutCancel(ctx), id))
+		if err != nil {
+			return fmt.Errorf("count the series of tenant %q: %w", id, err)
+		}
+		l.mu.Lock()
+		st.series, st.seriesAt = n, time.Now()
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st.series >= t.MaxActiveSeries {
+		l.discarded.WithLabelValues(id, "samples", "max_active_series").Inc()
+		le := limitErr(http.StatusBadRequest, id, "max_active_series", fmt.Sprintf("the sample of a new series has been rejected because tenant %q has reached its series limit (limit: %d series)", id, t.MaxActiveSeries))
+		return fmt.Errorf("%w: %w", storage.ErrInvalidLabels, le)
+	}
+	st.series++
+	return nil
 }
 
 // NewLimiter returns a limiter with cfg, registering its metrics with reg
@@ -132,6 +193,7 @@ func (c *LimitsConfig) Validate() error {
 			"span_ingestion_rate": t.SpanIngestionRate, "span_ingestion_burst_size": float64(t.SpanIngestionBurstSize),
 			"max_label_names_per_series": float64(t.MaxLabelNamesPerSeries), "max_series_per_query": float64(t.MaxSeriesPerQuery),
 			"max_query_length": float64(t.MaxQueryLength), "max_concurrent_queries": float64(t.MaxConcurrentQueries),
+			"max_active_series": float64(t.MaxActiveSeries),
 		} {
 			if v < 0 {
 				return fmt.Errorf("limits of %s: %s is negative", who, name)

@@ -24,6 +24,7 @@ type tenantLimitsConfig struct {
 	MaxSeriesPerQuery          *int      `yaml:"max_series_per_query"`
 	MaxQueryLength             *duration `yaml:"max_query_length"`
 	MaxConcurrentQueries       *int      `yaml:"max_concurrent_queries"`
+	MaxActiveSeries            *int      `yaml:"max_active_series"`
 }
 
 // tenantsConfig is limits.tenants: the per-tenant limits, reloaded with
@@ -54,6 +55,7 @@ func (c *tenantLimitsConfig) over(base api.TenantLimits) api.TenantLimits {
 	set(&base.MaxLabelNamesPerSeries, c.MaxLabelNamesPerSeries)
 	set(&base.MaxSeriesPerQuery, c.MaxSeriesPerQuery)
 	set(&base.MaxConcurrentQueries, c.MaxConcurrentQueries)
+	set(&base.MaxActiveSeries, c.MaxActiveSeries)
 	if c.MaxQueryLength != nil {
 		base.MaxQueryLength = time.Duration(*c.MaxQueryLength)
 	}
@@ -103,6 +105,7 @@ func exportTenantLimits(t api.TenantLimits) tenantLimitsConfig {
 		SpanIngestionRate: ptr(t.SpanIngestionRate), SpanIngestionBurstSize: ptr(t.SpanIngestionBurstSize),
 		MaxLabelNamesPerSeries: ptr(t.MaxLabelNamesPerSeries), MaxSeriesPerQuery: ptr(t.MaxSeriesPerQuery),
 		MaxQueryLength: ptr(duration(t.MaxQueryLength)), MaxConcurrentQueries: ptr(t.MaxConcurrentQueries),
+		MaxActiveSeries: ptr(t.MaxActiveSeries),
 	}
 }
 

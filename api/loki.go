@@ -77,6 +77,9 @@ type LokiOptions struct {
 	// redact is the server's redaction at ingest (set by the route
 	// table; nil redacts nothing).
 	redact *redact.Redactor
+	// limits are the per-tenant limits (set by the route table; nil
+	// limits nothing).
+	limits *Limiter
 }
 
 // DefaultLokiOptions returns the defaults documented on LokiOptions.
@@ -165,7 +168,7 @@ func newLokiAPI(store LogStore, engine *logql.Engine, opts LokiOptions) *lokiAPI
 	if opts.admission == nil {
 		opts.admission = newAdmission(0, 0, nil)
 	}
-	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.redact.LogPusher(opts.Broadcaster.Pusher(store)), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.limits.LogPusher(opts.redact.LogPusher(opts.Broadcaster.Pusher(store))), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
 		counters: newIngestCounters(opts.Registerer)}
 }
 
@@ -503,7 +506,7 @@ func (a *lokiAPI) push(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 	case errors.Is(err, logstore.ErrEmptyLabels), errors.Is(err, logstore.ErrTooOld), errors.Is(err, logstore.ErrTenant):
 		a.badRequest(w, err)
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrMemoryBudget): // disk nearly full, store failed, memory budget: retry
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrMemoryBudget), isRateLimit(err): // disk nearly full, store failed, memory budget, tenant rate: retry
 		refuseStorage(w, err)
 	case errors.Is(err, ingest.ErrUnavailable): // a distributor's produce failed: retry
 		a.log.Warn("loki_push_unavailable", "err", err)

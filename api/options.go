@@ -204,6 +204,8 @@ type Options struct {
 	// Tenancy is multi-tenancy (tenancy.go); the zero value is off: every
 	// request is the anonymous tenant's.
 	Tenancy TenancyOptions
+	// Limits are the per-tenant limits (limits.go); nil limits nothing.
+	Limits *Limiter
 	// BuildInfo is reported by status/buildinfo.
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).

@@ -51,6 +51,9 @@ type OTLPLogsOptions struct {
 	// redact is the server's redaction at ingest (set by the route
 	// table; nil redacts nothing).
 	redact *redact.Redactor
+	// limits are the per-tenant limits (set by the route table; nil
+	// limits nothing).
+	limits *Limiter
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -74,6 +77,7 @@ func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingeste
 		p = opts.Broadcaster.Pusher(p)
 	}
 	p = opts.redact.LogPusher(p) // before the store and the tail
+	p = opts.limits.LogPusher(p) // before anything is done with the lines
 	ing, err := otlplogs.New(p, opts.Ingest)
 	if err != nil {
 		return nil, fmt.Errorf("otlp logs receiver: %w", err)

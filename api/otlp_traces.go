@@ -36,6 +36,9 @@ type OTLPTracesOptions struct {
 	// redact is the server's redaction at ingest (set by the route
 	// table; nil redacts nothing).
 	redact *redact.Redactor
+	// limits are the per-tenant limits (set by the route table; nil
+	// limits nothing).
+	limits *Limiter
 }
 
 // DefaultOTLPTracesOptions returns the documented defaults (docs/traces.md).
@@ -59,7 +62,7 @@ func newTracesSignal(p otlptraces.Pusher, opts OTLPTracesOptions) *otlpSignal {
 		service: "opentelemetry.proto.collector.trace.v1.TraceService",
 		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
-	ing, err := otlptraces.New(opts.redact.TracePusher(p), opts.SpanMetrics, opts.Ingest)
+	ing, err := otlptraces.New(opts.limits.TracePusher(opts.redact.TracePusher(p)), opts.SpanMetrics, opts.Ingest)
 	if err != nil {
 		err = fmt.Errorf("otlp traces receiver: %w", err)
 	}

@@ -55,6 +55,10 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	}
 	opts.Appendable = red.Appendable(opts.Appendable)
 	opts.Loki.redact, opts.OTLPLogs.redact, opts.OTLPTraces.redact = red, red, red
+	// Per-tenant limits before anything else is done with a request
+	// (limits.go).
+	opts.Appendable = opts.Limits.Appendable(opts.Appendable)
+	opts.Loki.limits, opts.OTLPLogs.limits, opts.OTLPTraces.limits = opts.Limits, opts.Limits, opts.Limits
 	// One ingest budget for every path (admission.go).
 	s.adm = newAdmission(opts.IngestMaxInFlightBytes, opts.IngestRetryAfter, opts.Registerer)
 	opts.RemoteWrite.admission = s.adm

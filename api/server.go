@@ -103,7 +103,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
 	s.tenancy = opts.Tenancy
-	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.tenancy.wrapHTTP(s.mux)), opts.TrustedOrigins); err != nil {
+	if s.handler, err = newCrossSiteGuard(s.auth.wrapHTTP(s.tenancy.wrapHTTP(opts.Limits.wrapHTTP(s.mux))), opts.TrustedOrigins); err != nil {
 		return nil, err
 	}
 	s.trustedOrigins = opts.TrustedOrigins

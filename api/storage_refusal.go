@@ -29,7 +29,7 @@ const storageRetryAfter = 5 * time.Second
 // storageRefusal reports whether err is a storage refusal, with the reason
 // to answer.
 func storageRefusal(err error) (reason string, ok bool) {
-	if err == nil || !errors.Is(err, storage.ErrUnavailable) && !errors.Is(err, storage.ErrMemoryBudget) {
+	if err == nil || !errors.Is(err, storage.ErrUnavailable) && !errors.Is(err, storage.ErrMemoryBudget) && !isRateLimit(err) {
 		return "", false
 	}
 	return err.Error(), true
@@ -37,10 +37,17 @@ func storageRefusal(err error) (reason string, ok bool) {
 
 // storageRefusalCode is the HTTP status of a storage refusal (see above).
 func storageRefusalCode(err error) int {
-	if errors.Is(err, storage.ErrMemoryBudget) {
+	if errors.Is(err, storage.ErrMemoryBudget) || isRateLimit(err) {
 		return http.StatusTooManyRequests
 	}
 	return http.StatusServiceUnavailable
+}
+
+// isRateLimit reports whether err is a per-tenant rate limit (limits.go):
+// answered like the memory budget, 429 / RESOURCE_EXHAUSTED.
+func isRateLimit(err error) bool {
+	le, ok := asLimit(err)
+	return ok && le.Code == http.StatusTooManyRequests
 }
 
 // retryAfterSeconds formats d for a Retry-After header (whole seconds,
@@ -62,7 +69,7 @@ func refuseStorage(w http.ResponseWriter, err error) {
 // storageRefusalStatus is a storage refusal as a gRPC status: UNAVAILABLE
 // with RetryInfo, or RESOURCE_EXHAUSTED past the memory budget.
 func storageRefusalStatus(err error) error {
-	if errors.Is(err, storage.ErrMemoryBudget) {
+	if errors.Is(err, storage.ErrMemoryBudget) || isRateLimit(err) {
 		return exhaustedStatus(err.Error(), storageRetryAfter)
 	}
 	return retryableStatus(err.Error(), storageRetryAfter)

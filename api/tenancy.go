@@ -53,7 +53,7 @@ func exemptFromTenancy(p string) bool {
 	case unauthenticatedPath(p), p == "/metrics", p == "/-/reload", strings.HasPrefix(p, "/debug/pprof"):
 		return true
 	case strings.HasPrefix(p, "/api/"), strings.HasPrefix(p, "/loki/"), strings.HasPrefix(p, "/otlp/"),
-		strings.HasPrefix(p, "/v1/"), strings.HasPrefix(p, "/weft/api/"), strings.HasPrefix(p, "/prometheus/"):
+		strings.HasPrefix(p, "/v1/"), strings.HasPrefix(p, "/weft/api/"), strings.HasPrefix(p, "/prometheus/"), p == "/federate":
 		return false
 	}
 	return true // the UI's pages and assets

@@ -247,6 +247,17 @@ func tenantIsolationRound(t *testing.T, seed uint64) {
 		}
 		checkSet(t, org+" status/tsdb pairs", secrets, d.series)
 
+		var fed []byte
+		fed = get("/federate", url.Values{"match[]": {`{job="trainer"}`}})
+		if n := bytes.Count(fed, []byte("secret=")); n != len(d.series) {
+			t.Errorf("%s /federate: %d series with a secret, want %d:\n%s", org, n, len(d.series), fed)
+		}
+		for _, other := range tenants {
+			if other != org && bytes.Contains(fed, []byte(`"`+other+`-s`)) {
+				t.Errorf("%s /federate shows %s's series", org, other)
+			}
+		}
+
 		// Loki API.
 		lrng := url.Values{"start": {fmt.Sprint(now.Add(-time.Hour).UnixNano())}, "end": {fmt.Sprint(now.Add(time.Hour).UnixNano())}}
 		var lv struct{ Data []string }
@@ -400,6 +411,7 @@ func TestTenancyHeader(t *testing.T) {
 		{"POST", "/api/v1/write", "", http.StatusUnauthorized},
 		{"POST", "/loki/api/v1/push", "", http.StatusUnauthorized},
 		{"GET", "/api/search", "", http.StatusUnauthorized},
+		{"GET", "/federate", "", http.StatusUnauthorized},
 		{"GET", "/api/v1/labels", "a/b", http.StatusBadRequest},
 		{"GET", "/api/v1/labels", "..", http.StatusBadRequest},
 		{"GET", "/api/v1/labels", strings.Repeat("a", 151), http.StatusBadRequest},

@@ -25,6 +25,8 @@ import (
 //   - ingest: the same series written by 1,000 tenants (a team label of a
 //     single-tenant store become a tenant) against one anonymous tenant;
 //     ratio = tenants / single.
+//   - ingest_existing: the same, for series that exist (the steady state
+//     of remote write: each request names its series by their labels).
 //   - query: a query suite (instant sum of rates, count by, series, label
 //     values) for one team: with the team as a label matcher in the
 //     single-tenant store, as the tenant in the multi-tenant one; ratio =
@@ -153,6 +155,31 @@ func BenchmarkTenancy(b *testing.B) {
 			_ = s.Close()
 			_ = m.Close()
 			b.StartTimer()
+		}
+		report(b, single, multi, "tenants")
+	})
+
+	// ingest_existing: the steady state of remote write, every request
+	// naming series that exist (ref 0: found by their labels).
+	b.Run("ingest_existing", func(b *testing.B) {
+		defer func(b0 int64) { base = b0 }(base) // the other runs write at base
+		s, m := open(), open()
+		defer s.Close()
+		defer m.Close()
+		ingest(s, total, false, series, team)
+		ingest(m, total, true, series, team)
+		var single, multi time.Duration
+		i := 0
+		for b.Loop() {
+			base += 4 * 15_000 // the next samples of the same series
+			if i%2 == 0 {
+				single += timed(func() { ingest(s, total, false, series, team) })
+				multi += timed(func() { ingest(m, total, true, series, team) })
+			} else {
+				multi += timed(func() { ingest(m, total, true, series, team) })
+				single += timed(func() { ingest(s, total, false, series, team) })
+			}
+			i++
 		}
 		report(b, single, multi, "tenants")
 	})

@@ -64,7 +64,10 @@ type appender struct {
 	ctx     context.Context
 	nowMs   int64
 	discard bool // AppendOptions.DiscardOutOfOrder
-	// tenant is the tenant of the series this appender creates (""
+	// checkNew is what a new series must pass: checkNewLabels, then
+	// Options.AdmitSeries.
+	checkNew func(labels.Labels) error
+	// tenant is the tenant of the series this appender creates ("
 	// for none, package tenant); tenantErr refuses every append (a
 	// federated context, which may not write).
 	tenant    string
@@ -102,6 +105,16 @@ func (db *DB) newAppender(ctx context.Context) *appender {
 	a := appenderPool.Get().(*appender)
 	a.db, a.ctx, a.nowMs, a.discard, a.done = db, ctx, db.opts.Now().UnixMilli(), false, false
 	a.tenant, a.tenantErr = tenant.WriteID(ctx)
+	a.checkNew = checkNewLabels
+	if admit := db.opts.AdmitSeries; admit != nil {
+		id := a.tenant
+		a.checkNew = func(ls labels.Labels) error {
+			if err := checkNewLabels(ls); err != nil {
+				return err
+			}
+			return admit(ctx, id)
+		}
+	}
 	if a.tenantErr != nil {
 		a.tenantErr = fmt.Errorf("%w: %w", ErrInvalidLabels, a.tenantErr)
 	}
@@ -118,7 +131,7 @@ func (a *appender) release() {
 	a.samples, a.exts, a.exemplars, a.metas = a.samples[:0], a.exts[:0], a.exemplars[:0], a.metas[:0]
 	a.wbuf = a.wbuf[:0]
 	a.nHists = 0
-	a.db, a.ctx = nil, nil
+	a.db, a.ctx, a.checkNew = nil, nil, nil
 	appenderPool.Put(a)
 }
 
@@ -138,13 +151,13 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	if a.tenantErr != nil {
 		return nil, a.tenantErr
 	}
-	id, created, err := db.idx.GetOrCreate(a.tenant, ls, t, checkNewLabels)
+	id, created, err := db.idx.GetOrCreate(a.tenant, ls, t, a.checkNew)
 	if err == errEmptyValue {
 		// Unknown as given: the series is ls without its empty labels.
 		if ls = ls.WithoutEmpty(); ls.IsEmpty() {
 			return nil, fmt.Errorf("%w: empty label set", ErrInvalidLabels)
 		}
-		id, created, err = db.idx.GetOrCreate(a.tenant, ls, t, checkNewLabels)
+		id, created, err = db.idx.GetOrCreate(a.tenant, ls, t, a.checkNew)
 	}
 	if err != nil {
 		if errors.Is(err, ErrInvalidLabels) {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -95,6 +96,11 @@ type Options struct {
 	// Zero or negative: no budget (weft's command line sets a default from
 	// the cgroup or machine memory).
 	MemoryBudget int64
+	// AdmitSeries, when set, is asked before a new metric series of tenant
+	// ("" for none, package tenant) is created, with the appender's
+	// context; its error refuses the sample (a per-tenant series limit)
+	// and should wrap ErrInvalidLabels to be a client error.
+	AdmitSeries func(ctx context.Context, tenant string) error
 	// MemoryInUse returns the process's memory in use, which MemoryBudget
 	// is checked against; nil reads the resident set size. Tests inject it.
 	MemoryInUse func() int64

@@ -121,7 +121,30 @@ func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHin
 	if err != nil {
 		return nil, nil, err
 	}
+	if lim := maxSeriesOf(ctx); lim.n > 0 && bm.GetCardinality() > uint64(lim.n) {
+		return nil, nil, lim.err(int(bm.GetCardinality()))
+	}
 	return ss, bm, nil
+}
+
+// maxSeriesKey carries the limit of WithMaxSeries.
+type maxSeriesKey struct{}
+
+type maxSeries struct {
+	n   int
+	err func(got int) error
+}
+
+func maxSeriesOf(ctx context.Context) maxSeries {
+	m, _ := ctx.Value(maxSeriesKey{}).(maxSeries)
+	return m
+}
+
+// WithMaxSeries returns ctx under which a Select of more than n series
+// fails with errOf(the number it would select) before reading any sample:
+// a per-tenant query limit. n <= 0 is no limit.
+func WithMaxSeries(ctx context.Context, n int, errOf func(got int) error) context.Context {
+	return context.WithValue(ctx, maxSeriesKey{}, maxSeries{n: n, err: errOf})
 }
 
 // latestSampleKey marks a context from WithLatestSampleSelects.

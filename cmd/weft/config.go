@@ -98,6 +98,9 @@ type fileConfig struct {
 		// MemoryBudgetBytes is -memory-budget: new streams are refused
 		// past it; 0 is 2/3 of the cgroup or machine memory, negative none.
 		MemoryBudgetBytes *int64 `yaml:"memory_budget_bytes"`
+
+		// Tenants are the per-tenant limits (config_tenants.go).
+		Tenants tenantsConfig `yaml:"tenants"`
 	} `yaml:"limits"`
 	OTLPLogs otlpLogsConfig `yaml:"otlp_logs"`
 	HTTP     struct {
@@ -211,6 +214,9 @@ func (c *fileConfig) apply(opts *app.Options) error {
 	}
 
 	if err := c.Limits.Logs.apply(opts); err != nil {
+		return err
+	}
+	if err := c.Limits.Tenants.apply(opts); err != nil {
 		return err
 	}
 	c.OTLPLogs.apply(opts)

@@ -33,6 +33,7 @@ func exportConfig(opts app.Options, logLevel string) (*fileConfig, error) {
 	c.Storage.WALSyncInterval = ptr(duration(wal))
 
 	c.Limits.Logs.export(opts)
+	c.Limits.Tenants.export(opts) // config_tenants.go
 	labels := opts.OTLPLogIndexLabels
 	if labels == nil {
 		labels = otlplogs.DefaultIndexLabels

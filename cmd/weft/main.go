@@ -238,6 +238,7 @@ func parseFlags(args []string, stderr io.Writer) (app.Options, error) {
 	if set["tenant-federation.enabled"] {
 		opts.Tenancy.Federation = *federation
 	}
+	opts.ReloadTenantLimits = tenantLimitsReload(*configFile) // config_tenants.go
 	if err := rules.applyRules(&opts, *configFile, rulesFile, set); err != nil {
 		return opts, fmt.Errorf("rules: %w", err)
 	}

@@ -105,8 +105,13 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	limits, err := api.NewLimiter(opts.TenantLimits, reg) // per-tenant limits (api/limits.go)
+	if err != nil {
+		return nil, fmt.Errorf("tenant limits: %w", err)
+	}
 	if role.store {
 		sopts := opts.Storage
+		sopts.AdmitSeries = limits.AdmitSeries
 		sopts.Logger = logger.With("component", "storage")
 		sopts.Logs = opts.LogStore
 		sopts.Traces = opts.TraceStore
@@ -123,6 +128,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			}
 		}()
 		db, logs = sub.Metrics(), sub.Logs()
+		limits.SetSeriesCounter(tenantSeriesCounter(db)) // cardinality.go
 		reg.MustRegister(newStorageCollector(db))
 	}
 
@@ -200,6 +206,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.EnableAdmin = opts.EnableAdminAPI
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.Tenancy = opts.Tenancy
+	aopts.Limits = limits
 	webCfg, err := applySecurity(opts, &aopts) // security.go
 	if err != nil {
 		return nil, err
@@ -237,6 +244,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 				rules.stop(false)
 			}
 		}()
+		rules.reloadLimits = limitsReloader(aopts.Limits, opts.ReloadTenantLimits)
 		aopts.Rules, aopts.Reload = rules.ruler, rules.reload
 	} else if err := noRules(role.target, opts.Rules); err != nil {
 		return nil, err

@@ -51,3 +51,17 @@ func (c *cardinality) Cardinality(ctx context.Context, limit int) (api.Cardinali
 		SeriesCountByLabelValuePair: conv(is.SeriesCountByLabelValuePair),
 	}, nil
 }
+
+// tenantSeriesCounter counts the metric series of the tenant of ctx in the
+// partitions of the last day: the active series of the per-tenant
+// max_active_series limit.
+func tenantSeriesCounter(db *storage.DB) func(ctx context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		now := time.Now()
+		bm, err := db.Index().Postings(ctx, index.KindMetric, now.Add(-24*time.Hour).UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		return int(bm.GetCardinality()), nil
+	}
+}

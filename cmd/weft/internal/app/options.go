@@ -99,6 +99,12 @@ type Options struct {
 	// Tenancy is multi-tenancy (-multi-tenant, docs/tenancy.md); off by
 	// default: one anonymous tenant.
 	Tenancy api.TenancyOptions
+	// TenantLimits are the per-tenant limits (limits.tenants); the zero
+	// value limits nothing.
+	TenantLimits api.LimitsConfig
+	// ReloadTenantLimits returns the limits a reload (SIGHUP, POST
+	// /-/reload) applies; nil keeps TenantLimits.
+	ReloadTenantLimits func() (api.LimitsConfig, error)
 	// ShutdownTimeout bounds Stop when Run stops the server.
 	ShutdownTimeout time.Duration
 	// Web places the routes and the web UI (route prefix, external URL).

@@ -48,6 +48,26 @@ type rulesState struct {
 	logger *slog.Logger
 	done   chan struct{}
 	wg     chan struct{} // closed when the signal goroutine returned
+	// reloadLimits, when set, reloads the per-tenant limits with the
+	// rules (one reload re-reads the whole file's reloadable part).
+	reloadLimits func() error
+}
+
+// limitsReloader applies load's limits to lim; nil without load.
+func limitsReloader(lim *api.Limiter, load func() (api.LimitsConfig, error)) func() error {
+	if load == nil {
+		return nil
+	}
+	return func() error {
+		cfg, err := load()
+		if err == nil {
+			err = lim.Apply(cfg)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: tenant limits: %w", api.ErrInvalidConfig, err)
+		}
+		return nil
+	}
 }
 
 // newRules builds the ruler over the App's stores and engines and applies
@@ -71,6 +91,12 @@ func newRules(opts RulesOptions, db *storage.DB, engine promql.QueryEngine, logs
 // reload re-reads the configuration and applies it; what the operator got
 // wrong wraps api.ErrInvalidConfig.
 func (rs *rulesState) reload(context.Context) error {
+	if rs.reloadLimits != nil {
+		if err := rs.reloadLimits(); err != nil {
+			rs.logger.Error("reload failed, previous limits and rules keep running", "err", err)
+			return err
+		}
+	}
 	cfg := rs.opts.Config
 	if rs.opts.Reload != nil {
 		c, err := rs.opts.Reload()

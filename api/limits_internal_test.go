@@ -1,0 +1,48 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/weftdb/weft/index/tenant"
+)
+
+// TestMaxConcurrentQueries: a tenant's query past its concurrency limit is
+// refused with 429 while another tenant's runs; the slot frees when the
+// query ends.
+func TestMaxConcurrentQueries(t *testing.T) {
+	lim, err := NewLimiter(LimitsConfig{Defaults: TenantLimits{MaxConcurrentQueries: 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, held := make(chan struct{}), make(chan struct{})
+	h := lim.wrapHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") != "" {
+			held <- struct{}{}
+			<-hold
+		}
+	}))
+	do := func(org, q string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/api/v1/query?"+q, nil)
+		r = r.WithContext(tenant.With(r.Context(), org))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	done := make(chan struct{})
+	go func() { do("a", "hold=1"); close(done) }()
+	<-held
+	if w := do("a", ""); w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "max_concurrent_queries") || w.Header().Get("Retry-After") == "" {
+		t.Errorf("second query of a: %d %q", w.Code, w.Body)
+	}
+	if w := do("b", ""); w.Code != http.StatusOK {
+		t.Errorf("query of b: %d %s", w.Code, w.Body)
+	}
+	close(hold)
+	<-done
+	if w := do("a", ""); w.Code != http.StatusOK {
+		t.Errorf("query of a after the first ended: %d %s", w.Code, w.Body)
+	}
+}

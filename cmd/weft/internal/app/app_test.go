@@ -33,6 +33,24 @@ func testOptions(tb testing.TB, dir string) Options {
 	return opts
 }
 
+// startApp starts an App on opts and stops it when the test ends.
+func startApp(t *testing.T, opts Options) *App {
+	t.Helper()
+	a, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return a
+}
+
 // pushRW1 sends one remote write 1.0 request.
 func pushRW1(tb testing.TB, client *http.Client, base string, ts []prompb.TimeSeries) {
 	tb.Helper()

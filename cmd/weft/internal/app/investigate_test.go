@@ -79,18 +79,7 @@ groups:
 	// many times its usual second: the test is of the answer, not the bound.
 	opts.Rules.Ruler.InvestigateTimeout = 3 * time.Minute
 	opts.Rules.Config = ruler.Config{RuleFiles: []string{rules}, Alerting: config.AlertingConfig{AlertmanagerConfigs: config.AlertmanagerConfigs{&amc}}}
-	a, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := a.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	a := startApp(t, opts)
 	base := "http://" + a.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

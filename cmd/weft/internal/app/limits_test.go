@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,18 +32,7 @@ func TestTenantLimitsReload(t *testing.T) {
 	}
 	sig := make(chan os.Signal, 1)
 	opts.Rules.ReloadSignal = sig
-	a, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := a.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	a := startApp(t, opts)
 	base := "http://" + a.Addr().String()
 	var wr prompb.WriteRequest
 	for i := range 5 {
@@ -103,18 +91,7 @@ func TestTenantMaxActiveSeries(t *testing.T) {
 	opts := testOptions(t, filepath.Join(t.TempDir(), "data"))
 	opts.Tenancy = api.TenancyOptions{Enabled: true}
 	opts.TenantLimits = api.LimitsConfig{Overrides: map[string]api.TenantLimits{"team-a": {MaxActiveSeries: 3}}}
-	a, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := a.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	a := startApp(t, opts)
 	base := "http://" + a.Addr().String()
 	post := func(org string, from, to int) (int, string) {
 		var wr prompb.WriteRequest

@@ -19,7 +19,9 @@ import (
 // the reload signal and on POST /-/reload, and keeps its rules when a
 // reload finds a broken file.
 func TestRulesReload(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// After startApp's cleanup, which stops the app: cleanups run last first.
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
 	dir := t.TempDir()
 	rules := filepath.Join(dir, "rules.yml")
 	write := func(content string) {
@@ -34,18 +36,7 @@ func TestRulesReload(t *testing.T) {
 	opts.Rules.Config = ruler.Config{RuleFiles: []string{rules}}
 	sig := make(chan os.Signal, 1)
 	opts.Rules.ReloadSignal = sig
-	a, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := a.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	a := startApp(t, opts)
 	base := "http://" + a.Addr().String()
 	client := &http.Client{Timeout: 10 * time.Second}
 	waitRules := func(want string) {

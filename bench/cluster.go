@@ -140,9 +140,23 @@ func StartCluster(ctx context.Context, spec ClusterSpec, dir string, readyTimeou
 	return c, nil
 }
 
+// errKafkaExited: the broker exited before it listened, most often because
+// a port FreeAddr found was taken again before the broker bound it.
+var errKafkaExited = errors.New("weft-kfake exited")
+
 // startKafka starts the broker process on three free ports and returns
-// their addresses.
+// their addresses; a broker that exits before listening is started again
+// on other ports, twice at most.
 func (c *Cluster) startKafka(ctx context.Context, timeout time.Duration) (string, error) {
+	for attempt := 0; ; attempt++ {
+		addrs, err := c.startKafkaOnce(ctx, timeout)
+		if err == nil || !errors.Is(err, errKafkaExited) || attempt == 2 {
+			return addrs, err
+		}
+	}
+}
+
+func (c *Cluster) startKafkaOnce(ctx context.Context, timeout time.Duration) (string, error) {
 	var ports []string
 	for range 3 {
 		a, err := FreeAddr()
@@ -167,11 +181,13 @@ func (c *Cluster) startKafka(ctx context.Context, timeout time.Duration) (string
 		logf.Close()
 		return "", fmt.Errorf("start weft-kfake: %w", err)
 	}
-	c.kafkaDone = make(chan struct{})
+	// This start's own process and channel: a retry replaces c.kafka.
+	cmd, done := c.kafka, make(chan struct{})
+	c.kafkaDone = done
 	go func() {
-		_ = c.kafka.Wait()
+		_ = cmd.Wait()
 		logf.Close()
-		close(c.kafkaDone)
+		close(done)
 	}()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -181,7 +197,8 @@ func (c *Cluster) startKafka(ctx context.Context, timeout time.Duration) (string
 		}
 		select {
 		case <-c.kafkaDone:
-			return "", fmt.Errorf("weft-kfake exited: %s", b)
+			b, _ = os.ReadFile(logPath) // what it wrote before exiting
+			return "", fmt.Errorf("%w: %s", errKafkaExited, b)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(50 * time.Millisecond):

@@ -6,7 +6,7 @@
 // evidence a link to its explore page. From /weft/api/v1/investigate
 // (docs/investigation.md).
 // URL: #/investigate?selector={run_id="r42"}&at=now-5m
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { html } from '../html.js';
 import { prom, weft } from '../lib/api.js';
 import { evidenceHash, formatOffset, graphedEvidence, investigateHash, investigateRequest, reportWindow, wherePairs } from '../lib/investigate.js';
@@ -28,7 +28,11 @@ export default function InvestigatePage({ params, navigate }) {
   const [draft, setDraft] = useState({ field, text: params.get(field) || '', at: params.get('at') || 'now' });
   useEffect(() => setDraft({ field, text: params.get(field) || '', at: params.get('at') || 'now' }), [params.toString()]);
   const [tick, setTick] = useState(0);
-  const parsed = investigateRequest(params, Date.now());
+  // "now" is read once per visit (or Investigate press): read at every
+  // render, a keystroke in the form would change the request and run the
+  // investigation again.
+  const now = useMemo(() => Date.now(), [params.toString(), tick]);
+  const parsed = investigateRequest(params, now);
   const submit = (e) => {
     e.preventDefault();
     const next = investigateHash({ [draft.field]: draft.text.trim() }, draft.at.trim());

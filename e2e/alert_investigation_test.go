@@ -22,7 +22,6 @@ func TestAlertCarriesProbableCause(t *testing.T) {
 
 	dir := t.TempDir()
 	rules := filepath.Join(dir, "training.yml")
-	config := filepath.Join(dir, "weft.yml")
 	for p, c := range map[string]string{
 		rules: `
 groups:
@@ -38,9 +37,6 @@ groups:
           summary: 'Training run {{ $labels.run_id }} makes no progress'
           weft_investigate: "true"
 `,
-		// weft-agent's XID event streams carry more than the default 15
-		// label names (docs/investigation.md).
-		config: "limits:\n  logs:\n    max_label_names_per_stream: 32\n",
 	} {
 		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
 			t.Fatal(err)
@@ -48,7 +44,6 @@ groups:
 	}
 	addr := freeAddr(t)
 	p := startProcess(t, "weft", buildWeft(t),
-		"-config", config,
 		"-data-dir", filepath.Join(dir, "data"),
 		"-http-addr", addr,
 		"-otlp-grpc-addr", "", "-otlp-http-addr", "",

@@ -74,7 +74,6 @@ groups:
 		t.Fatal(err)
 	}
 	opts := testOptions(t, filepath.Join(dir, "data"))
-	opts.Loki.Ingest.MaxLabelNamesPerStream = 32 // weft-agent's XID event streams
 	// Under the race detector on a shared machine one investigation takes
 	// many times its usual second: the test is of the answer, not the bound.
 	opts.Rules.Ruler.InvestigateTimeout = 3 * time.Minute

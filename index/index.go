@@ -96,6 +96,12 @@ type Options struct {
 	// returned unwrapped, nothing created. The substrate sets it to its
 	// memory budget, so that new streams of every signal stop there.
 	AdmitNew func(kind Kind) error
+	// Commit commits a batch on the database; every store that shares the
+	// database commits through Index.Commit. Pebble panics, rather than
+	// returning an error, when a write to its own WAL fails; the substrate
+	// sets Commit to its guard's, which turns that into a fatal store
+	// error. Default (*pebble.Batch).Commit.
+	Commit func(b *pebble.Batch, o *pebble.WriteOptions) error
 }
 
 // PartitionDuration returns the time span of one postings partition; the
@@ -122,7 +128,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Commit == nil {
+		o.Commit = (*pebble.Batch).Commit
+	}
 	return o, nil
+}
+
+// Commit commits b on the index's database with o, through Options.Commit.
+func (ix *Index) Commit(b *pebble.Batch, o *pebble.WriteOptions) error {
+	return ix.opts.Commit(b, o)
 }
 
 // Index is the stream registry and time-partitioned inverted index. All

@@ -391,7 +391,7 @@ func (ix *Index) writePending(ctx context.Context, newIDs *roaring64.Bitmap, eac
 	if err := b.Set(allocKey(), binary.BigEndian.AppendUint64(nil, ix.nextID.Load()), nil); err != nil {
 		return fmt.Errorf("batch id allocator: %w", err)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

@@ -154,7 +154,7 @@ func (ix *Index) dropBefore(ctx context.Context, kinds []Kind, t int64) error {
 	if !changed && len(emptied) == 0 {
 		return nil
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("drop partitions before %d: commit: %w", cut, err)
 	}
 	ix.logger.Info("index_partitions_dropped", "before", cut, "kinds", fmt.Sprint(todo), "partitions_emptied", len(emptied), "streams_forgotten", forgotten.GetCardinality())
@@ -258,7 +258,7 @@ func (ix *Index) Delete(ctx context.Context, ids *roaring64.Bitmap) error {
 			}
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("delete streams: commit: %w", err)
 	}
 	return nil

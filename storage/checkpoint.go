@@ -278,7 +278,7 @@ func (db *DB) flushOOO(s *memSeries) error {
 		}
 		i = j
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := db.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("write ooo chunks: %w", err)
 	}
 	s.ext.ooo = append(s.ext.ooo[:0], s.ext.ooo[k:]...)

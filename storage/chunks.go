@@ -238,7 +238,7 @@ func (db *DB) writePending(ss []*memSeries) error {
 	if b.Empty() {
 		return nil
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := db.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("write chunks: %w", err)
 	}
 	for i, s := range ss {

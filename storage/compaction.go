@@ -63,7 +63,7 @@ func (db *DB) Compact(ctx context.Context) error {
 		if err := db.compactPartition(ctx, p); err != nil {
 			return fmt.Errorf("compact partition %d: %w", p, err)
 		}
-		if err := db.pdb.Set(compactedKey(p), nil, pebble.NoSync); err != nil {
+		if err := db.markCompacted(p); err != nil {
 			return fmt.Errorf("mark compacted: %w", err)
 		}
 		merged = append(merged, p)
@@ -299,7 +299,7 @@ func (db *DB) rewriteSeriesChunks(p int64, id uint64, xorOnly bool) error {
 			return fmt.Errorf("batch chunk: %w", err)
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := db.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("write block: %w", err)
 	}
 	return nil
@@ -380,7 +380,12 @@ func (db *DB) dropBefore(ctx context.Context, t time.Time) error {
 	}
 	lo := appendChunkKey(nil, dropped[0], 0, minInt64)
 	hi := appendChunkKey(nil, keep, 0, minInt64)
-	if err := db.pdb.DeleteRange(lo, hi, pebble.Sync); err != nil {
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(lo, hi, nil); err != nil {
+		return fmt.Errorf("delete partitions: %w", err)
+	}
+	if err := db.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("delete partitions: %w", err)
 	}
 	start := keep * db.partMs
@@ -392,4 +397,14 @@ func (db *DB) dropBefore(ctx context.Context, t time.Time) error {
 	}
 	db.log.Info("retention_dropped_partitions", "count", len(dropped), "before_ms", start)
 	return nil
+}
+
+// markCompacted records that partition p is compacted.
+func (db *DB) markCompacted(p int64) error {
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	if err := b.Set(compactedKey(p), nil, nil); err != nil {
+		return err
+	}
+	return db.ix.Commit(b, pebble.NoSync)
 }

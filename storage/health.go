@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/weftdb/weft/storage/diskspace"
@@ -77,8 +78,12 @@ func (s *Substrate) openGuards() (vfs.FS, int, error) {
 	}
 	// An ENOSPC inside Pebble releases the ballast, then Pebble retries
 	// the write once (vfs.OnDiskFull).
-	return vfs.OnDiskFull(vfs.Default, g.NoSpace), memTable, nil
+	return vfs.OnDiskFull(wrapPebbleFS(vfs.Default), g.NoSpace), memTable, nil
 }
+
+// wrapPebbleFS wraps the filesystem Pebble writes through; tests replace it
+// to inject write errors.
+var wrapPebbleFS = func(fs vfs.FS) vfs.FS { return fs }
 
 // fail marks the store failed (once): writes are refused with
 // ErrStoreFailed from now on and Failed is closed.
@@ -88,6 +93,17 @@ func (s *Substrate) fail(err error) {
 		s.log.Error("storage_failed", "err", err)
 		close(s.failed)
 	})
+}
+
+// commit is the index's Options.Commit, for every store on the database:
+// through Pebble's guard, with a store failure marked ErrUnavailable (the
+// API answers 503 with the reason).
+func (s *Substrate) commit(b *pebble.Batch, o *pebble.WriteOptions) error {
+	err := s.plog.Commit(b, o)
+	if errors.Is(err, ErrStoreFailed) {
+		return unavailable(err)
+	}
+	return err
 }
 
 // Failed is closed once the store cannot go on (ErrStoreFailed): the owner

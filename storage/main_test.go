@@ -11,6 +11,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(durabilityChildEnv) != "" {
 		os.Exit(runDurabilityChild())
 	}
+	if os.Getenv(walFailChildEnv) != "" {
+		os.Exit(runWALFailChild())
+	}
 	goleak.VerifyTestMain(m,
 		// Pebble's and glog-style background helpers that outlive a DB by design.
 		goleak.IgnoreAnyFunction("github.com/cockroachdb/pebble/v2/internal/ewma.init.0.func1"),

@@ -157,7 +157,7 @@ func (db *DB) persistMetadata() error {
 			return fmt.Errorf("batch metadata: %w", err)
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := db.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return nil

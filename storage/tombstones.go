@@ -124,7 +124,7 @@ func (db *DB) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.
 	if err != nil {
 		return fmt.Errorf("log tombstones: %w", err)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := db.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("write tombstones: %w", err)
 	}
 	for _, r := range recs {
@@ -194,7 +194,7 @@ func (db *DB) cleanTombstonesLocked(ctx context.Context) error {
 			}
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := db.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("delete tombstones: %w", err)
 	}
 	db.tombs.mu.Lock()
@@ -268,7 +268,7 @@ func (db *DB) rewriteWithout(id uint64, ivs []interval, parts []int64) (bool, er
 			}
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := db.ix.Commit(b, pebble.NoSync); err != nil {
 		return false, fmt.Errorf("rewrite chunks: %w", err)
 	}
 	return left, nil

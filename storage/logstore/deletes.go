@@ -217,7 +217,7 @@ func (s *Store) AddDeleteRequest(ctx context.Context, r DeleteRequest) (DeleteRe
 	} else if slices.ContainsFunc(s.deletes.reqs, func(o *DeleteRequest) bool { return o.ID == r.ID }) {
 		return DeleteRequest{}, fmt.Errorf("%w: request %q exists", ErrInvalidDelete, r.ID)
 	}
-	if err := s.db.Set(deleteKey(r.ID), appendDeleteRecord(nil, &r), pebble.Sync); err != nil {
+	if err := s.putDeleteRecord(&r); err != nil {
 		return DeleteRequest{}, fmt.Errorf("store delete request: %w", err)
 	}
 	s.deletes.reqs = append(s.deletes.reqs, &r)
@@ -252,7 +252,12 @@ func (s *Store) CancelDeleteRequest(ctx context.Context, id string) error {
 	case s.deletes.reqs[i].Processed:
 		return ErrDeleteProcessed
 	}
-	if err := s.db.Delete(deleteKey(id), pebble.Sync); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(deleteKey(id), nil); err != nil {
+		return fmt.Errorf("cancel delete request: %w", err)
+	}
+	if err := s.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("cancel delete request: %w", err)
 	}
 	s.deletes.reqs = slices.Delete(slices.Clone(s.deletes.reqs), i, i+1)
@@ -269,7 +274,7 @@ func (s *Store) markProcessed(id string) error {
 	}
 	r := *s.deletes.reqs[i]
 	r.Processed = true
-	if err := s.db.Set(deleteKey(id), appendDeleteRecord(nil, &r), pebble.Sync); err != nil {
+	if err := s.putDeleteRecord(&r); err != nil {
 		return fmt.Errorf("mark delete request processed: %w", err)
 	}
 	reqs := slices.Clone(s.deletes.reqs)
@@ -437,4 +442,14 @@ func (it *iterator) entryTotals(sel selStream, t *Stats) error {
 	}
 	t.Chunks += uint64(sub.chunksRead)
 	return sub.Err()
+}
+
+// putDeleteRecord writes r's record, synced.
+func (s *Store) putDeleteRecord(r *DeleteRequest) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(deleteKey(r.ID), appendDeleteRecord(nil, r), nil); err != nil {
+		return err
+	}
+	return s.ix.Commit(b, pebble.Sync)
 }

@@ -160,7 +160,7 @@ func (s *Store) rewriteChunks(ctx context.Context, st *stream, r *DeleteRequest)
 	// NoSync: a lost batch leaves the old chunks, and the request is marked
 	// processed only by a later synced write, which makes this one durable
 	// first (Pebble's log is written in order).
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := s.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("rewrite stream %d: commit: %w", st.id, err)
 	}
 	for _, rw := range done {

@@ -115,7 +115,7 @@ func (s *Store) sealStream(st *stream) error {
 	defer s.sealMu.Unlock()
 	// NoSync: losing this batch in a crash loses nothing (the recent records
 	// stay); a later synced push makes it durable with the WAL before it.
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := s.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("seal stream %d: commit: %w", st.id, err)
 	}
 	if st.chunks == nil {
@@ -163,7 +163,7 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 			return fmt.Errorf("drop partitions: %w", err)
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := s.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("drop partitions: commit: %w", err)
 	}
 	s.sealMu.Lock()
@@ -223,7 +223,7 @@ func (s *Store) forgetEmpty() error {
 			return fmt.Errorf("forget streams: %w", err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("forget streams: commit: %w", err)
 	}
 	for _, st := range gone {

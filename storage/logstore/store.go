@@ -437,7 +437,7 @@ func (s *Store) Push(ctx context.Context, streams []PushStream) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("push: commit: %w", err)
 	}
 	s.mu.Lock()

@@ -132,7 +132,7 @@ func (s *Store) Seal(ctx context.Context, all bool) error {
 	}
 	// NoSync: losing this batch in a crash loses nothing (the recent
 	// records stay); a later synced push makes it durable.
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := s.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("seal: commit: %w", err)
 	}
 
@@ -314,7 +314,7 @@ func (s *Store) DropBefore(ctx context.Context, t int64) error {
 			return fmt.Errorf("drop partitions: %w", err)
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := s.ix.Commit(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("drop partitions: commit: %w", err)
 	}
 	s.mu.Lock()
@@ -362,7 +362,7 @@ func (s *Store) forgetEmpty() error {
 			return fmt.Errorf("forget streams: %w", err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("forget streams: commit: %w", err)
 	}
 	for _, id := range gone {

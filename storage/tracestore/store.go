@@ -447,7 +447,7 @@ func (s *Store) Push(ctx context.Context, batch []ResourceSpans) (PushResult, er
 	if err := ctx.Err(); err != nil {
 		return PushResult{}, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.ix.Commit(b, pebble.Sync); err != nil {
 		return PushResult{}, fmt.Errorf("push: commit: %w", err)
 	}
 	now := s.opts.Now()

@@ -7,6 +7,10 @@
 // shuts the process down with its own exit code) and parks the calling
 // goroutine for good, so that Pebble never runs on past a fatal error.
 //
+// Pebble does not report every such failure through Fatalf: a failed write
+// to its own WAL panics inside Batch.Commit, with its commit pipeline's lock
+// still held. Commit turns that panic into the same fatal failure.
+//
 // Errorf messages are logged; one that says the disk is full is also
 // reported to the owner (which releases its ballast).
 package pebbleguard
@@ -18,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // ErrFailed matches (errors.Is) every *FatalError.
@@ -83,7 +89,12 @@ func (l *Logger) Errorf(format string, args ...any) {
 // Fatalf records the failure, reports it to OnFatal once and parks the
 // calling goroutine: it never returns.
 func (l *Logger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	l.fatal(fmt.Sprintf(format, args...))
+	l.park()
+}
+
+// fatal records the failure msg and reports the first one to OnFatal.
+func (l *Logger) fatal(msg string) *FatalError {
 	err := &FatalError{Msg: msg}
 	if l.failed.CompareAndSwap(nil, err) {
 		l.log.Error("pebble_fatal", "msg", msg)
@@ -96,7 +107,22 @@ func (l *Logger) Fatalf(format string, args ...any) {
 			l.opts.OnFatal(l.failed.Load())
 		}
 	})
-	l.park()
+	return err
+}
+
+// Commit commits b with o. A panic inside Pebble's commit (a failed write
+// to Pebble's WAL, which leaves the commit pipeline locked for good) is
+// reported like Fatalf and returned as its *FatalError: the batch is not
+// committed, the caller answers, and the owner shuts the process down
+// (every later commit blocks inside Pebble until then). The calling
+// goroutine has unwound out of Pebble, so unlike Fatalf it need not park.
+func (l *Logger) Commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = l.fatal(fmt.Sprintf("pebble: commit: %v", r))
+		}
+	}()
+	return b.Commit(o)
 }
 
 // Err returns the first fatal error, or nil.

@@ -2,9 +2,13 @@ package pebbleguard
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func TestFatalfParksAndReportsOnce(t *testing.T) {
@@ -67,4 +71,42 @@ func TestErrorfReportsNoSpace(t *testing.T) {
 		t.Fatal("Errorf made the store failed")
 	}
 	l.Infof("dropped %d", 1)
+}
+
+// TestCommitTurnsPanicIntoFatal: Pebble panics inside Batch.Commit where it
+// cannot go on (a failed write to its WAL; here, more simply, a closed
+// database). Commit returns the failure as a *FatalError and reports it,
+// instead of letting the panic unwind through the caller.
+func TestCommitTurnsPanicIntoFatal(t *testing.T) {
+	var fatals atomic.Int32
+	l := New(Options{OnFatal: func(error) { fatals.Add(1) }})
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	if err := b.Set([]byte("k"), []byte("v"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(b, pebble.Sync); err != nil {
+		t.Fatalf("commit on an open database: %v", err)
+	}
+	if fatals.Load() != 0 {
+		t.Fatal("a good commit was reported fatal")
+	}
+	b = db.NewBatch()
+	if err := b.Set([]byte("k2"), []byte("v"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = l.Commit(b, pebble.Sync)
+	var fe *FatalError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("commit that panicked: %v, want a *FatalError naming the cause", err)
+	}
+	if fatals.Load() != 1 || l.Err() != error(fe) {
+		t.Fatalf("OnFatal called %d times, Err() = %v; want once, the same error", fatals.Load(), l.Err())
+	}
 }

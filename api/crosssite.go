@@ -24,6 +24,11 @@ import (
 //     client sends: application/x-protobuf, application/json, ...): a
 //     missing one or a safelisted one answers 415.
 //
+//   - a WebSocket handshake (Loki's live tail) is a GET, but a browser
+//     opens one to any site and lets the page read what comes back, CORS
+//     or not: it gets the same origin check as a state-changing request,
+//     so another site's page cannot tail an operator's logs.
+//
 // Read-only endpoints that Prometheus and Loki take as form POSTs
 // (/api/v1/query and friends) keep working from anywhere: what a browser
 // may read back is CORS' business, and CORS is off unless configured.
@@ -38,7 +43,15 @@ const (
 	policyOrigin
 	// policyIngest: policyOrigin, and a Content-Type no form can send.
 	policyIngest
+	// policyWebSocket: a WebSocket handshake must not come from another
+	// site either.
+	policyWebSocket
 )
+
+// webSocketHandshake reports whether r asks to upgrade to a WebSocket.
+func webSocketHandshake(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
 
 // readOnlyPaths are endpoints that take POST (form-encoded parameters, or
 // remote read's protobuf) without changing anything.
@@ -91,8 +104,10 @@ var ingestPaths = map[string]bool{
 // treated as state-changing, so a new write endpoint is protected by
 // default.
 func policyFor(r *http.Request) crossSitePolicy {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	switch {
+	case webSocketHandshake(r):
+		return policyWebSocket
+	case r.Method == http.MethodGet, r.Method == http.MethodHead, r.Method == http.MethodOptions:
 		return policyNone
 	}
 	p := r.URL.Path
@@ -151,9 +166,20 @@ func (g *crossSiteGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.h.ServeHTTP(w, r)
 		return
 	}
-	if err := g.cop.Check(r); err != nil {
-		http.Error(w, "cross-site request refused: "+r.Method+" "+r.URL.Path+
-			" changes data and the browser says this request comes from another site (Sec-Fetch-Site / Origin); "+
+	checked := r
+	if pol == policyWebSocket {
+		// CrossOriginProtection passes every GET; judge the handshake as
+		// the state-changing request it is (only the method differs).
+		checked = r.Clone(r.Context())
+		checked.Method = http.MethodPost
+	}
+	if err := g.cop.Check(checked); err != nil {
+		what := " changes data"
+		if pol == policyWebSocket {
+			what = " is a WebSocket whose messages the page could read"
+		}
+		http.Error(w, "cross-site request refused: "+r.Method+" "+r.URL.Path+what+
+			" and the browser says this request comes from another site (Sec-Fetch-Site / Origin); "+
 			"send it from a non-browser client, or add the site's origin to http.trusted_origins", http.StatusForbidden)
 		return
 	}

@@ -84,6 +84,18 @@ func (o TenancyOptions) tenantContext(ctx context.Context, header string, write 
 	return tenant.WithSet(ctx, tenant.NewSet(ids...)), 0, nil
 }
 
+// requestTenant returns the tenant r names: its TenantHeader, or, for a
+// WebSocket handshake (Loki's live tail) without one, the query parameter
+// of the same name, since a browser cannot set headers on a WebSocket. A
+// credential bound to a tenant has set the header already (auth.go), so
+// the parameter can name only what the header could.
+func requestTenant(r *http.Request) string {
+	if h := r.Header.Get(TenantHeader); h != "" || !webSocketHandshake(r) {
+		return h
+	}
+	return r.URL.Query().Get(TenantHeader)
+}
+
 // writeRequest reports whether r stores or deletes data (the ingest paths
 // and the admin and delete APIs), which may not be federated.
 func writeRequest(r *http.Request) bool {
@@ -104,7 +116,7 @@ func (t *tenancyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.h.ServeHTTP(w, r)
 		return
 	}
-	ctx, code, err := t.o.tenantContext(r.Context(), r.Header.Get(TenantHeader), writeRequest(r))
+	ctx, code, err := t.o.tenantContext(r.Context(), requestTenant(r), writeRequest(r))
 	if err != nil {
 		http.Error(w, err.Error(), code)
 		return

@@ -15,7 +15,8 @@ import (
 // TestUITenant: with -multi-tenant the UI names its tenant on every request.
 // Two tenants push a line each under the same labels; the logs page first
 // answers that a tenant is needed and shows the tenant picker, and once
-// team-a is set it lists team-a's line and never team-b's.
+// team-a is set it lists team-a's line and never team-b's, in the query
+// and in the live tail (whose WebSocket names the tenant in its URL).
 func TestUITenant(t *testing.T) {
 	chromiumPath(t)
 	addr := freeAddr(t)
@@ -57,6 +58,27 @@ func TestUITenant(t *testing.T) {
 	}
 	if v := eval[string](t, b, `document.querySelector('[data-testid=tenant-input]').value`); v != "team-a" {
 		t.Errorf("the picker shows %q after the reload", v)
+	}
+	// The live tail too: a WebSocket cannot carry the header, so the UI
+	// names the tenant in the tail URL, and team-a sees only its lines.
+	b.do(t, chromedp.Navigate(base+"/#/logs?live=1&q="+url.QueryEscape(`{app="trainer"}`)))
+	b.waitJS(t, `document.querySelector('.tail-status.live')`)
+	for _, tenant := range []string{"team-b", "team-a"} {
+		body, err := json.Marshal(map[string]any{"streams": []map[string]any{{
+			"stream": map[string]string{"app": "trainer"},
+			"values": [][]string{{strconv.FormatInt(time.Now().UnixNano(), 10), "tailed for " + tenant}},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post(t, base+"/loki/api/v1/push", "application/json", body, map[string]string{"X-Scope-OrgID": tenant})
+	}
+	b.waitJS(t, `[...document.querySelectorAll('[data-testid=tail] .text')].some(e => e.innerText === 'tailed for team-a')`)
+	tailed := eval[[]string](t, b, `[...document.querySelectorAll('[data-testid=tail] .text')].map(e => e.innerText)`)
+	for _, l := range tailed {
+		if strings.Contains(l, "team-b") {
+			t.Fatalf("team-a's live tail shows %q (all: %q)", l, tailed)
+		}
 	}
 	b.noConsoleErrorsBut(t, "/loki/api/v1/", "401")
 }

@@ -3,7 +3,7 @@
 // its route prefix or external URL path), so the UI works behind a proxy.
 // A page that needs a new endpoint adds a method here. With a tenant set
 // (lib/tenant.js) every request carries it in X-Scope-OrgID.
-import { getTenant, needsTenant, withTenant } from './tenant.js';
+import { TENANT_HEADER, getTenant, needsTenant, withTenant } from './tenant.js';
 
 export class APIError extends Error {
   constructor(message, status, type) {
@@ -86,9 +86,11 @@ export const loki = {
     ),
   series: (match, start, end, o) => request('loki/api/v1/series', { 'match[]': match, start: ns(start), end: ns(end) }, o),
   labels: (start, end, o) => request('loki/api/v1/labels', { start: ns(start), end: ns(end) }, o),
-  // tailURL is the WebSocket URL of a live tail.
-  tailURL: (query, startMs, limit) => {
-    const u = buildURL('loki/api/v1/tail', { query, start: ns(startMs), limit });
+  // tailURL is the WebSocket URL of a live tail. A browser cannot put a
+  // header on a WebSocket, so the tenant rides in a query parameter of the
+  // header's name, which weft takes on the tail's handshake only.
+  tailURL: (query, startMs, limit, tenant = getTenant()) => {
+    const u = buildURL('loki/api/v1/tail', { query, start: ns(startMs), limit, [TENANT_HEADER]: tenant });
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
     return u.toString();
   },

@@ -9,33 +9,29 @@ import (
 	"time"
 )
 
-type logRow struct {
-	name          string
-	lowerIsBetter bool
-	get           func(LogSystemResult) (float64, bool)
-}
+type logRow = ratioRow[LogSystemResult]
 
 var logRows = []logRow{
-	{"disk bytes / line (after graceful stop)", true, func(r LogSystemResult) (float64, bool) { return r.DiskBytesPerLine, r.DiskBytesPerLine > 0 }},
-	{"lines / s / core (ingest CPU)", false, func(r LogSystemResult) (float64, bool) { return r.LinesPerCPUSecond, r.LinesPerCPUSecond > 0 }},
-	{"ingest lines / s (wall, unpaced)", false, func(r LogSystemResult) (float64, bool) { return r.IngestLinesPerS, r.IngestLinesPerS > 0 }},
-	{"ingest CPU s", true, func(r LogSystemResult) (float64, bool) { return r.CPUSecondsIngest, r.CPUSecondsIngest > 0 }},
-	{"push p99 (s)", true, func(r LogSystemResult) (float64, bool) { return r.PushP99S, r.PushP99S > 0 }},
-	{"peak RSS (MiB)", true, func(r LogSystemResult) (float64, bool) {
+	{name: "disk bytes / line (after graceful stop)", get: func(r LogSystemResult) (float64, bool) { return r.DiskBytesPerLine, r.DiskBytesPerLine > 0 }},
+	{name: "lines / s / core (ingest CPU)", get: func(r LogSystemResult) (float64, bool) { return r.LinesPerCPUSecond, r.LinesPerCPUSecond > 0 }},
+	{name: "ingest lines / s (wall, unpaced)", get: func(r LogSystemResult) (float64, bool) { return r.IngestLinesPerS, r.IngestLinesPerS > 0 }},
+	{name: "ingest CPU s", get: func(r LogSystemResult) (float64, bool) { return r.CPUSecondsIngest, r.CPUSecondsIngest > 0 }},
+	{name: "push p99 (s)", get: func(r LogSystemResult) (float64, bool) { return r.PushP99S, r.PushP99S > 0 }},
+	{name: "peak RSS (MiB)", get: func(r LogSystemResult) (float64, bool) {
 		return float64(r.PeakRSSBytes) / (1 << 20), r.PeakRSSBytes > 0
 	}},
-	{"needle p50 (s)", true, func(r LogSystemResult) (float64, bool) {
+	{name: "needle p50 (s)", get: func(r LogSystemResult) (float64, bool) {
 		return r.Needle.P50S, r.Needle.Runs > 0 && r.Needle.Error == ""
 	}},
-	{"needle p99 (s)", true, func(r LogSystemResult) (float64, bool) {
+	{name: "needle p99 (s)", get: func(r LogSystemResult) (float64, bool) {
 		return r.Needle.P99S, r.Needle.Runs > 0 && r.Needle.Error == ""
 	}},
-	{"needle first run (s)", true, func(r LogSystemResult) (float64, bool) {
+	{name: "needle first run (s)", get: func(r LogSystemResult) (float64, bool) {
 		return r.Needle.FirstS, r.Needle.Runs > 0 && r.Needle.Error == ""
 	}},
-	{"count by run_id 1h p50 (s)", true, func(r LogSystemResult) (float64, bool) { return r.Agg.P50S, r.Agg.Runs > 0 && r.Agg.Error == "" }},
-	{"count by run_id 1h p99 (s)", true, func(r LogSystemResult) (float64, bool) { return r.Agg.P99S, r.Agg.Runs > 0 && r.Agg.Error == "" }},
-	{"count by run_id 1h first run (s)", true, func(r LogSystemResult) (float64, bool) { return r.Agg.FirstS, r.Agg.Runs > 0 && r.Agg.Error == "" }},
+	{name: "count by run_id 1h p50 (s)", get: func(r LogSystemResult) (float64, bool) { return r.Agg.P50S, r.Agg.Runs > 0 && r.Agg.Error == "" }},
+	{name: "count by run_id 1h p99 (s)", get: func(r LogSystemResult) (float64, bool) { return r.Agg.P99S, r.Agg.Runs > 0 && r.Agg.Error == "" }},
+	{name: "count by run_id 1h first run (s)", get: func(r LogSystemResult) (float64, bool) { return r.Agg.FirstS, r.Agg.Runs > 0 && r.Agg.Error == "" }},
 }
 
 // LogMarkdown renders the log results: absolute figures, weft/peer ratios,
@@ -45,50 +41,7 @@ func LogMarkdown(w *LogWorkload, results []LogSystemResult) string {
 	fmt.Fprintf(&b, "log workload: %d lines (%.0f bytes of text per line) in %d streams over %s ending %s, %d payloads of <= %d lines, %d lanes, trace_id on %.0f%% of lines, seed %d; needle %s on %d lines; %d trainer lines in the aggregation hour\n\n",
 		w.Lines, float64(w.Bytes)/float64(max(w.Lines, 1)), len(w.Streams), w.Opts.Span, w.Opts.End.UTC().Format(time.RFC3339), len(w.Payloads), w.Opts.LinesPerPush, w.Opts.Workers,
 		w.Opts.TraceFraction*100, w.Opts.Seed, w.Expect.Needle, len(w.Expect.NeedleLines), sumCounts(w.Expect.TrainerPerRun))
-	weft := -1
-	for i, r := range results {
-		if r.System == "weft" && r.Error == "" {
-			weft = i
-		}
-	}
-	b.WriteString("| metric |")
-	for _, r := range results {
-		fmt.Fprintf(&b, " %s |", r.System)
-	}
-	var peers []int
-	if weft >= 0 {
-		for i, r := range results {
-			if i != weft {
-				peers = append(peers, i)
-				fmt.Fprintf(&b, " weft/%s |", r.System)
-			}
-		}
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---:|", len(results)+len(peers)) + "\n")
-	for _, row := range logRows {
-		fmt.Fprintf(&b, "| %s |", row.name)
-		for _, r := range results {
-			v, ok := row.get(r)
-			switch {
-			case r.Error != "":
-				b.WriteString(" error |")
-			case !ok:
-				b.WriteString(" – |")
-			default:
-				fmt.Fprintf(&b, " %s |", num(v))
-			}
-		}
-		for _, i := range peers {
-			wv, wok := row.get(results[weft])
-			pv, pok := row.get(results[i])
-			if !wok || !pok || pv == 0 || results[i].Error != "" {
-				b.WriteString(" – |")
-				continue
-			}
-			fmt.Fprintf(&b, " %.2f |", wv/pv)
-		}
-		b.WriteString("\n")
-	}
+	ratioTable(&b, results, logRows)
 	b.WriteString("\nratios are weft/peer: below 1 is better for bytes, CPU, RSS and latency; above 1 for line rates.\n\n")
 	for _, r := range results {
 		if r.Error != "" {

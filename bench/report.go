@@ -10,24 +10,20 @@ import (
 )
 
 // metricRow is one line of the markdown report.
-type metricRow struct {
-	name string
-	// lowerIsBetter tells how to read the weft/peer ratio.
-	lowerIsBetter bool
-	get           func(SystemResult) (float64, bool)
-}
+type metricRow = ratioRow[SystemResult]
 
 var reportRows = []metricRow{
-	{"max ingest (samples/s, RW1)", false, func(r SystemResult) (float64, bool) { return r.MaxIngestSamplesPerS, r.MaxIngestSamplesPerS > 0 }},
-	{"RW1 unpaced (samples/s)", false, func(r SystemResult) (float64, bool) { return r.RW1DrainSamplesPerS, r.RW1DrainSamplesPerS > 0 }},
-	{"RSS bytes / active series", true, func(r SystemResult) (float64, bool) { return r.RSSBytesPerActiveSeries, r.RSSBytesPerActiveSeries > 0 }},
-	{"CPU s / 1M samples", true, func(r SystemResult) (float64, bool) { return r.CPUSecondsPerMillion, r.CPUSecondsPerMillion > 0 }},
-	{"disk bytes / sample", true, func(r SystemResult) (float64, bool) { return r.DiskBytesPerSample, r.DiskBytesPerSample > 0 }},
-	{"query p50 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP50S, r.QueryP50S > 0 }},
-	{"query p99 (s)", true, func(r SystemResult) (float64, bool) { return r.QueryP99S, r.QueryP99S > 0 }},
-	{"RW1 write p50 (s)", true, protoGetAny(RW1, func(p ProtocolResult) float64 { return p.WriteP50S })},
-	{"RW1 write p99 (s)", true, protoGetAny(RW1, func(p ProtocolResult) float64 { return p.WriteP99S })},
-	{"RW1 rejections", true, func(r SystemResult) (float64, bool) {
+	{name: "max ingest (samples/s, RW1)", get: func(r SystemResult) (float64, bool) { return r.MaxIngestSamplesPerS, r.MaxIngestSamplesPerS > 0 },
+		lowerBound: func(r SystemResult) bool { return r.MaxIngestBound }},
+	{name: "RW1 unpaced (samples/s)", get: func(r SystemResult) (float64, bool) { return r.RW1DrainSamplesPerS, r.RW1DrainSamplesPerS > 0 }},
+	{name: "RSS bytes / active series", get: func(r SystemResult) (float64, bool) { return r.RSSBytesPerActiveSeries, r.RSSBytesPerActiveSeries > 0 }},
+	{name: "CPU s / 1M samples", get: func(r SystemResult) (float64, bool) { return r.CPUSecondsPerMillion, r.CPUSecondsPerMillion > 0 }},
+	{name: "disk bytes / sample", get: func(r SystemResult) (float64, bool) { return r.DiskBytesPerSample, r.DiskBytesPerSample > 0 }},
+	{name: "query p50 (s)", get: func(r SystemResult) (float64, bool) { return r.QueryP50S, r.QueryP50S > 0 }},
+	{name: "query p99 (s)", get: func(r SystemResult) (float64, bool) { return r.QueryP99S, r.QueryP99S > 0 }},
+	{name: "RW1 write p50 (s)", get: protoGetAny(RW1, func(p ProtocolResult) float64 { return p.WriteP50S })},
+	{name: "RW1 write p99 (s)", get: protoGetAny(RW1, func(p ProtocolResult) float64 { return p.WriteP99S })},
+	{name: "RW1 rejections", get: func(r SystemResult) (float64, bool) {
 		for _, p := range r.Protocols {
 			if p.Protocol == RW1 {
 				return float64(p.Rejections), true
@@ -35,15 +31,15 @@ var reportRows = []metricRow{
 		}
 		return 0, false
 	}},
-	{"RW2 unpaced (samples/s)", false, protoGet(RW2, func(p ProtocolResult) float64 { return p.SamplesPerS })},
-	{"OTLP unpaced (samples/s)", false, protoGet(OTLP, func(p ProtocolResult) float64 { return p.SamplesPerS })},
-	{"spike absorb (s)", true, func(r SystemResult) (float64, bool) {
+	{name: "RW2 unpaced (samples/s)", get: protoGet(RW2, func(p ProtocolResult) float64 { return p.SamplesPerS })},
+	{name: "OTLP unpaced (samples/s)", get: protoGet(OTLP, func(p ProtocolResult) float64 { return p.SamplesPerS })},
+	{name: "spike absorb (s)", get: func(r SystemResult) (float64, bool) {
 		if r.Spike == nil {
 			return 0, false
 		}
 		return r.Spike.AbsorbS, true
 	}},
-	{"spike visible (s)", true, func(r SystemResult) (float64, bool) {
+	{name: "spike visible (s)", get: func(r SystemResult) (float64, bool) {
 		if r.Spike == nil || r.Spike.VisibleS < 0 {
 			return 0, false
 		}
@@ -81,77 +77,7 @@ func Markdown(w *Workload, results []SystemResult, reference string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workload: %d active series (%d nodes x %d GPUs, %d vLLM replicas), churn %d series/min, scrape %s, %d samples sent per system, spike %d series, seed %d\n\n",
 		w.ActiveSeries, w.Nodes, GPUsPerNode, w.Replicas, w.Opts.ChurnPerMinute, w.Opts.ScrapeInterval, w.TotalSamples(), w.SpikeSeries, w.Opts.Seed)
-	weft := -1
-	for i, r := range results {
-		if r.System == "weft" && r.Error == "" {
-			weft = i
-		}
-	}
-	b.WriteString("| metric |")
-	for _, r := range results {
-		fmt.Fprintf(&b, " %s |", r.System)
-	}
-	if weft >= 0 {
-		for _, r := range results {
-			if r.System != "weft" {
-				fmt.Fprintf(&b, " weft/%s |", r.System)
-			}
-		}
-	}
-	b.WriteString("\n|---|")
-	for range results {
-		b.WriteString("---:|")
-	}
-	if weft >= 0 {
-		for range len(results) - 1 {
-			b.WriteString("---:|")
-		}
-	}
-	b.WriteString("\n")
-	for _, row := range reportRows {
-		fmt.Fprintf(&b, "| %s |", row.name)
-		for _, r := range results {
-			v, ok := row.get(r)
-			switch {
-			case r.Error != "":
-				b.WriteString(" error |")
-			case !ok:
-				b.WriteString(" – |")
-			case row.name == reportRows[0].name && r.MaxIngestBound:
-				fmt.Fprintf(&b, " ≥%s |", num(v))
-			default:
-				fmt.Fprintf(&b, " %s |", num(v))
-			}
-		}
-		if weft >= 0 {
-			wv, wok := row.get(results[weft])
-			for _, r := range results {
-				if r.System == "weft" {
-					continue
-				}
-				pv, pok := row.get(r)
-				if !wok || !pok || pv == 0 || r.Error != "" {
-					b.WriteString(" – |")
-					continue
-				}
-				bound := ""
-				if row.name == reportRows[0].name {
-					// Lower bounds make the ratio a bound too, or unknown.
-					switch wb, pb := results[weft].MaxIngestBound, r.MaxIngestBound; {
-					case wb && pb:
-						b.WriteString(" ? |")
-						continue
-					case wb:
-						bound = "≥"
-					case pb:
-						bound = "≤"
-					}
-				}
-				fmt.Fprintf(&b, " %s%.2f |", bound, wv/pv)
-			}
-		}
-		b.WriteString("\n")
-	}
+	ratioTable(&b, results, reportRows)
 	b.WriteString("\n")
 	queryTable(&b, results)
 	for _, r := range results {

@@ -9,15 +9,8 @@ import (
 	"time"
 )
 
-type traceRow struct {
-	name string
-	// goal is the weft/peer ratio issue 15 asks for ("" when none); above
-	// says whether the ratio must be at least (true) or at most the goal.
-	goal  string
-	get   func(TraceSystemResult) (float64, bool)
-	above bool
-	want  float64
-}
+// traceRow's goals are issue 15's.
+type traceRow = ratioRow[TraceSystemResult]
 
 var traceRows = []traceRow{
 	{name: "spans / s / core (ingest CPU)", goal: "≥ 3", above: true, want: 3, get: func(r TraceSystemResult) (float64, bool) { return r.SpansPerCPUSecond, r.SpansPerCPUSecond > 0 }},
@@ -46,59 +39,7 @@ func TraceMarkdown(w *TraceWorkload, results []TraceSystemResult) string {
 	fmt.Fprintf(&b, "trace workload: %d spans in %d traces from %d resources (%d model services x %d replicas behind a router, %d training runs x %d ranks, %.0f%% of spans from training), %s ending %s, %d requests of <= %d spans (%s gzip protobuf), %d lanes, seed %d; %d traces looked up by ID, %d searches over the last hour\n\n",
 		w.Spans, w.Traces, w.Resources, o.Services, o.Replicas, o.Runs, o.RanksPerRun, o.TrainingShare*100, o.Span, o.End.UTC().Format(time.RFC3339),
 		len(w.Requests), o.SpansPerRequest, bytesH(int64(w.Bytes)), o.Workers, o.Seed, len(w.Lookups), len(w.Searches))
-	weft := -1
-	for i, r := range results {
-		if r.System == "weft" && r.Error == "" {
-			weft = i
-		}
-	}
-	b.WriteString("| metric |")
-	for _, r := range results {
-		fmt.Fprintf(&b, " %s |", r.System)
-	}
-	var peers []int
-	if weft >= 0 {
-		for i, r := range results {
-			if i != weft {
-				peers = append(peers, i)
-				fmt.Fprintf(&b, " weft/%s |", r.System)
-			}
-		}
-	}
-	b.WriteString(" goal |\n|---|" + strings.Repeat("---:|", len(results)+len(peers)) + "---|\n")
-	for _, row := range traceRows {
-		fmt.Fprintf(&b, "| %s |", row.name)
-		for _, r := range results {
-			v, ok := row.get(r)
-			switch {
-			case r.Error != "":
-				b.WriteString(" error |")
-			case !ok:
-				b.WriteString(" – |")
-			default:
-				fmt.Fprintf(&b, " %s |", num(v))
-			}
-		}
-		verdict := ""
-		for _, i := range peers {
-			wv, wok := row.get(results[weft])
-			pv, pok := row.get(results[i])
-			if !wok || !pok || pv == 0 || results[i].Error != "" {
-				b.WriteString(" – |")
-				continue
-			}
-			ratio := wv / pv
-			fmt.Fprintf(&b, " %.2f |", ratio)
-			if row.goal != "" {
-				if met := (row.above && ratio >= row.want) || (!row.above && ratio <= row.want); met {
-					verdict = " (met)"
-				} else {
-					verdict = " (**missed**)"
-				}
-			}
-		}
-		fmt.Fprintf(&b, " %s%s |\n", row.goal, verdict)
-	}
+	ratioTable(&b, results, traceRows)
 	b.WriteString("\nratios are weft/peer; goals from issue 15.\n\n")
 	for _, r := range results {
 		if r.Error != "" {

@@ -125,6 +125,9 @@ type Options struct {
 	Admin SeriesDeleter
 	// Cardinality answers /api/v1/status/tsdb; nil answers an internal error.
 	Cardinality CardinalityReader
+	// Churn answers /weft/api/v1/cardinality/churn; nil answers that churn
+	// is not available.
+	Churn ChurnReader
 	// Appendable receives remote write (POST /api/v1/write) and OTLP
 	// metrics (/otlp/v1/metrics on this port, the OTLP ports through
 	// OTLPHandler and NewOTLPGRPCServer); nil: remote write answers 404 and

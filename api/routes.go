@@ -100,6 +100,8 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	// the UI at "/": every path no other route takes.
 	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality", name: "/weft/api/v1/cardinality", ready: true,
 		h: &cardinalityHandler{store: opts.Storage, card: opts.Cardinality, logger: opts.Logger, now: time.Now}})
+	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality/churn", name: "/weft/api/v1/cardinality/churn", ready: true,
+		h: &churnHandler{churn: opts.Churn, logger: opts.Logger, now: time.Now}})
 	rs = append(rs, investigateRoutes(opts)...) // context, investigate (investigate.go)
 	if opts.Tenancy.Enabled {                   // status/tsdb of the request's tenant (tenancy.go)
 		rs = append(rs, route{pattern: "GET /api/v1/status/tsdb", name: "/api/v1/status/tsdb", ready: true,

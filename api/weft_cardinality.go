@@ -94,42 +94,13 @@ func (h *cardinalityHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	focus := r.Form.Get("focusLabel")
-	var sets [][]*labels.Matcher
-	for _, s := range r.Form["match[]"] {
-		ms, err := query.NewParser().ParseMetricSelector(s)
-		if err != nil {
-			respondError(w, h.logger, errorBadData, fmt.Errorf("%w: match[] %q: %w", errCardinalityParams, s, err))
-			return
-		}
-		sets = append(sets, ms)
-	}
-	end := h.now()
-	if s := r.Form.Get("end"); s != "" {
-		t, err := parseAPITime(s)
-		if err != nil {
-			respondError(w, h.logger, errorBadData, fmt.Errorf("%w: end: %w", errCardinalityParams, err))
-			return
-		}
-		end = t
-	}
-	start := end.Add(-cardinalityWindow)
-	if s := r.Form.Get("start"); s != "" {
-		t, err := parseAPITime(s)
-		if err != nil {
-			respondError(w, h.logger, errorBadData, fmt.Errorf("%w: start: %w", errCardinalityParams, err))
-			return
-		}
-		start = t
-	}
-	if end.Before(start) {
-		respondError(w, h.logger, errorBadData, fmt.Errorf("%w: end is before start", errCardinalityParams))
+	sets, start, end, err := selectorRange(r, h.now(), cardinalityWindow)
+	if err != nil {
+		respondError(w, h.logger, errorBadData, err)
 		return
 	}
 
-	var (
-		ans cardinalityAnswer
-		err error
-	)
+	var ans cardinalityAnswer
 	if len(sets) == 0 {
 		ans, err = h.whole(r.Context(), limit, focus)
 	} else {
@@ -140,6 +111,35 @@ func (h *cardinalityHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond(w, h.logger, ans)
+}
+
+// selectorRange reads the match[] selectors (repeatable; none: every
+// series) and the start and end (unix seconds or RFC 3339; default the
+// window before now) of a request of weft's own cardinality API.
+func selectorRange(r *http.Request, now time.Time, window time.Duration) (sets [][]*labels.Matcher, start, end time.Time, err error) {
+	for _, s := range r.Form["match[]"] {
+		ms, err := query.NewParser().ParseMetricSelector(s)
+		if err != nil {
+			return nil, start, end, fmt.Errorf("%w: match[] %q: %w", errCardinalityParams, s, err)
+		}
+		sets = append(sets, ms)
+	}
+	end = now
+	if s := r.Form.Get("end"); s != "" {
+		if end, err = parseAPITime(s); err != nil {
+			return nil, start, end, fmt.Errorf("%w: end: %w", errCardinalityParams, err)
+		}
+	}
+	start = end.Add(-window)
+	if s := r.Form.Get("start"); s != "" {
+		if start, err = parseAPITime(s); err != nil {
+			return nil, start, end, fmt.Errorf("%w: start: %w", errCardinalityParams, err)
+		}
+	}
+	if end.Before(start) {
+		return nil, start, end, fmt.Errorf("%w: end is before start", errCardinalityParams)
+	}
+	return sets, start, end, nil
 }
 
 // whole answers from the index statistics (status/tsdb's source).

@@ -174,7 +174,19 @@ func TestUIPages(t *testing.T) {
 		if tot := eval[string](t, b, `document.querySelector('[data-testid=cardinality-totals]').innerText`); !strings.HasPrefix(tot, "40 series") {
 			t.Errorf("drill-down totals %q, want the run's 40 series", tot)
 		}
+		// Churn: this weft created the run's 40 series within the week.
+		b.waitJS(t, `document.querySelector('[data-testid=churn-totals]')`)
+		if n := eval[int](t, b, `[...document.querySelectorAll('[data-testid=churn-hour]')].reduce((n, e) => n + Number(e.dataset.created), 0)`); n != 40 {
+			t.Errorf("churn: %d series created per the hour bars, want the run's 40", n)
+		}
+		if tot := eval[string](t, b, `document.querySelector('[data-testid=churn-totals]').innerText`); !strings.HasPrefix(tot, "40 series created") {
+			t.Errorf("churn totals %q", tot)
+		}
+		if days := eval[int](t, b, `document.querySelectorAll('[data-testid=churn-day]').length`); days < 1 {
+			t.Errorf("churn: no day rows")
+		}
 		b.noConsoleErrors(t)
+		b.screenshot(t, shots, "cardinality-churn.png")
 	})
 
 	t.Run("status", func(t *testing.T) {

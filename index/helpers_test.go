@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-const (
-	hourMs = int64(time.Hour / time.Millisecond)
-	dayMs  = 24 * hourMs
-)
+const dayMs = 24 * hourMs
 
 // openTestDB opens a Pebble database in a temporary directory with the
 // index's merger; it is closed at cleanup.

@@ -102,6 +102,9 @@ type Options struct {
 	// sets Commit to its guard's, which turns that into a fatal store
 	// error. Default (*pebble.Batch).Commit.
 	Commit func(b *pebble.Batch, o *pebble.WriteOptions) error
+	// Now is the wall clock that dates stream creation (Churn). Default
+	// time.Now.
+	Now func() time.Time
 }
 
 // PartitionDuration returns the time span of one postings partition; the
@@ -131,6 +134,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Commit == nil {
 		o.Commit = (*pebble.Batch).Commit
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return o, nil
 }
 
@@ -155,6 +161,7 @@ type Index struct {
 	recs       *recStore
 	encs       encArena      // compact label sets of the records
 	nextID     atomic.Uint64 // next ID to allocate
+	hours      hourMarks     // first ID of each hour (churn.go)
 	numStreams [numKinds]atomic.Int64
 
 	partsMu sync.RWMutex

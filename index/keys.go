@@ -21,6 +21,7 @@ const (
 	tagStream       byte = 's' // 0x01 's' <id:8>                  → stream record (format of earlier versions: read, never written)
 	tagStreamBucket byte = 'r' // 0x01 'r' <bucket:8>         → stream records of IDs bucket<<8 .. bucket<<8|255 (streamfrag.go)
 	tagPart         byte = 'p' // 0x01 'p' <part:8> ...            → postings of one partition
+	tagHour         byte = 'h' // 0x01 'h' <hour:8>                → first ID allocated in that unix hour (8 bytes BE; churn.go)
 
 	subKind byte = 'k' // ... 'k' <kind:1>                               → bitmap of all streams of kind
 	subPair byte = 'v' // ... 'v' <kind:1> <uvarint len(name)> name value → bitmap of streams with name=value
@@ -36,6 +37,7 @@ const (
 	keyStreamBucket
 	keyKind
 	keyPair
+	keyHour
 )
 
 // indexKey is a decoded index key. Name and Value alias the decoded key.
@@ -43,7 +45,7 @@ type indexKey struct {
 	Type   keyType
 	ID     ID     // keyStream
 	Bucket uint64 // keyStreamBucket
-	Part   int64  // keyKind, keyPair
+	Part   int64  // keyKind, keyPair; the hour of keyHour
 	Kind   Kind   // keyKind, keyPair
 	Name   []byte
 	Value  []byte
@@ -124,6 +126,13 @@ func decodeKey(key []byte) (indexKey, error) {
 		}
 		k.Type = keyStreamBucket
 		k.Bucket = binary.BigEndian.Uint64(key[2:])
+		return k, nil
+	case tagHour:
+		if len(key) != 10 {
+			return k, fmt.Errorf("decode hour key: length %d: %w", len(key), ErrCorrupt)
+		}
+		k.Type = keyHour
+		k.Part = decodePart(binary.BigEndian.Uint64(key[2:]))
 		return k, nil
 	case tagPart:
 		if len(key) < partPrefixLen+2 {

@@ -40,6 +40,9 @@ func Open(db *pebble.DB, opts Options) (*Index, error) {
 	if err := ix.loadAlloc(); err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
+	if err := ix.loadHourMarks(); err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
 	if err := ix.loadStreams(); err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
@@ -391,9 +394,14 @@ func (ix *Index) writePending(ctx context.Context, newIDs *roaring64.Bitmap, eac
 	if err := b.Set(allocKey(), binary.BigEndian.AppendUint64(nil, ix.nextID.Load()), nil); err != nil {
 		return fmt.Errorf("batch id allocator: %w", err)
 	}
+	marks, err := ix.appendHourMarks(b)
+	if err != nil {
+		return err
+	}
 	if err := ix.Commit(b, pebble.Sync); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	ix.markWritten(marks)
 	return nil
 }
 

@@ -185,6 +185,7 @@ func (ix *Index) GetOrCreateTenant(kind Kind, tid string, ls labels.Labels, t in
 	id = ID(ix.nextID.Add(1) - 1)
 	ix.insertLocked(hs, h, id, kind, enc, refs, t)
 	hs.mu.Unlock()
+	ix.noteCreated(id)
 	return id, true, nil
 }
 

@@ -106,7 +106,7 @@ func OpenSubstrate(ctx context.Context, dir string, opts Options) (_ *Substrate,
 		return nil, err
 	}
 	s.mem = newMemoryBudget(opts.MemoryBudget, opts.MemoryInUse)
-	s.ix, err = index.Open(s.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger.With("component", "index"), AdmitNew: s.mem.admit, Commit: s.commit})
+	s.ix, err = index.Open(s.pdb, index.Options{PartitionDuration: opts.PartitionDuration, Logger: opts.Logger.With("component", "index"), AdmitNew: s.mem.admit, Commit: s.commit, Now: opts.Now})
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}

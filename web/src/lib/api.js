@@ -129,6 +129,9 @@ export const rules = {
 // weft's own API.
 export const weft = {
   cardinality: (match, limit, focusLabel, o) => request('weft/api/v1/cardinality', { 'match[]': match, limit, focusLabel }, o),
+  // churn: series created per hour and per-day active / created / ended
+  // (default: the last 7 days).
+  churn: (match, o) => request('weft/api/v1/cardinality/churn', { 'match[]': match }, o),
   // investigate takes the form fields of lib/investigate.js
   // investigateRequest (selector, query, log_query, alert, time).
   investigate: (fields, o) => request('weft/api/v1/investigate', fields, o),

@@ -1,13 +1,16 @@
 // Cardinality explorer: top metric names, label names and label pairs by
 // series, for the whole store (/api/v1/status/tsdb, the last day) or for
 // the series of a selector (/weft/api/v1/cardinality), and the values of a
-// focus label (which run, which team has the most series).
+// focus label (which run, which team has the most series); below them the
+// churn of the last 7 days (/weft/api/v1/cardinality/churn): series
+// created per hour, and per day the series active, created and ended.
 // URL: #/cardinality?match={team="vision"}&limit=10&focus=run_id
 import { useEffect, useState } from 'preact/hooks';
 import { html } from '../html.js';
 import { prom, weft } from '../lib/api.js';
 import { CONTEXT_KEYS, escapeValue, isContextKey } from '../lib/context.js';
 import { formatBytes, formatCount } from '../lib/format.js';
+import { churnSummary } from '../lib/churn.js';
 import { formatTime } from '../lib/time.js';
 import { buildHash } from '../lib/url.js';
 import { useAsync } from '../components/hooks.js';
@@ -37,7 +40,41 @@ export default function CardinalityPage({ params, navigate }) {
     ${st.error && html`<div class="error">${st.error.message}</div>`}
     ${st.loading && !st.data && html`<div class="loading">Counting…</div>`}
     ${st.data && html`<${Report} d=${st.data} match=${match} go=${go} focus=${focus} />`}
+    <${Churn} match=${match} />
   </section>`;
+}
+
+function Churn({ match }) {
+  const st = useAsync((signal) => weft.churn(match ? [match] : [], { signal }), [match]);
+  if (st.error) return html`<div class="card" data-testid="churn"><h2>churn</h2><div class="error">${st.error.message}</div></div>`;
+  if (!st.data) return null;
+  const c = churnSummary(st.data);
+  return html`<div class="card" data-testid="churn">
+    <h2>churn, last 7 days</h2>
+    <div class="stats-line" data-testid="churn-totals">
+      <b>${formatCount(c.total)}</b> series created
+      ${c.peak && html` · busiest hour ${formatTime(c.peak.start)} with <b>${formatCount(c.peak.created)}</b>`}
+    </div>
+    <div class="churn-bars" role="img" aria-label="series created per hour">
+      ${c.hours.map(
+        (h) => html`<span class="churn-bar" data-testid="churn-hour" data-created=${h.created}
+          title=${`${formatTime(h.start)}: ${h.created} created`} style=${{ height: `${Math.max(h.height * 100, h.created ? 4 : 0)}%` }}></span>`,
+      )}
+    </div>
+    <table class="tbl">
+      <thead><tr><th>day from</th><th class="num">active</th><th class="num">created</th><th class="num">ended</th></tr></thead>
+      <tbody>
+        ${c.days.map(
+          (d) => html`<tr data-testid="churn-day">
+            <td>${formatTime(d.start)}</td>
+            <td class="num">${formatCount(d.active)}</td>
+            <td class="num">${d.created == null ? html`<span class="muted" title="older than the index's creation record">?</span>` : formatCount(d.created)}</td>
+            <td class="num">${d.ended == null ? html`<span class="muted" title="the newest day: its series may go on">–</span>` : formatCount(d.ended)}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 function Report({ d, match, go, focus }) {

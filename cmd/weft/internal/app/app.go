@@ -155,7 +155,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Engine = query.NewEngine(qopts)
 	aopts.Metadata = db
 	aopts.Admin = db
-	aopts.Cardinality = &cardinality{db: db}
+	card := &cardinality{db: db}
+	aopts.Cardinality, aopts.Churn = card, card
 	aopts.Appendable = db
 	aopts.RemoteWrite = opts.RemoteWrite
 	aopts.RemoteWrite.Logger = logger.With("component", "remote write")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage"
@@ -64,4 +66,9 @@ func tenantSeriesCounter(db *storage.DB) func(ctx context.Context) (int, error) 
 		}
 		return int(bm.GetCardinality()), nil
 	}
+}
+
+// Churn answers the cardinality explorer's churn over the metric series.
+func (c *cardinality) Churn(ctx context.Context, mint, maxt int64, sets ...[]*labels.Matcher) (index.Churn, error) {
+	return c.db.Index().Churn(ctx, index.KindMetric, mint, maxt, sets...)
 }

@@ -1,4 +1,4 @@
-import{k as r,l as f}from"./chunk-QHFXQTYC.js";import{c as l,d as i,g as e}from"./chunk-OKC6WX42.js";function R({from:a,to:n,refresh:b,onChange:o,onReload:s,error:u}){let[p,$]=l(a),[m,c]=l(n);i(()=>$(a),[a]),i(()=>c(n),[n]);let v=n==="now"&&a.startsWith("now-")?a.slice(4):"";return e`
+import{k as r,l as f}from"./chunk-JIL5HOX7.js";import{c as l,d as i,g as e}from"./chunk-OKC6WX42.js";function R({from:a,to:n,refresh:b,onChange:o,onReload:s,error:u}){let[p,$]=l(a),[m,c]=l(n);i(()=>$(a),[a]),i(()=>c(n),[n]);let v=n==="now"&&a.startsWith("now-")?a.slice(4):"";return e`
     <form class="timerange" onSubmit=${t=>{t.preventDefault(),o({from:p.trim(),to:m.trim()})}} data-testid="timerange">
       <select aria-label="range" value=${r.includes(v)?v:""} onChange=${t=>t.target.value&&o({from:"now-"+t.target.value,to:"now"})}>
         <option value="">custom</option>

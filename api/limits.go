@@ -21,6 +21,7 @@ import (
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
@@ -626,6 +627,69 @@ func (l *Limiter) checkStreams(id string, t TenantLimits, streams []logstore.Pus
 		}
 	}
 	return kept, verr
+}
+
+// LogSource returns src behind the tenant's MaxSeriesPerQuery on the
+// streams one LogQL selector reads (Loki's max_query_series, here per
+// selector): past it the select fails with 400, as Loki answers its
+// per-query limits.
+func (l *Limiter) LogSource(src logql.Source) logql.Source {
+	if l == nil || src == nil {
+		return src
+	}
+	return limitedLogSource{src: src, l: l}
+}
+
+type limitedLogSource struct {
+	src logql.Source
+	l   *Limiter
+}
+
+func (s limitedLogSource) Select(ctx context.Context, p logql.SelectParams) (logql.EntryIterator, error) {
+	id := tenantOf(ctx)
+	s.l.mu.Lock()
+	t, _ := s.l.stateLocked(id)
+	s.l.mu.Unlock()
+	it, err := s.src.Select(ctx, p)
+	if err != nil || t.MaxSeriesPerQuery <= 0 {
+		return it, err
+	}
+	return &limitedEntries{EntryIterator: it, l: s.l, id: id, max: t.MaxSeriesPerQuery}, nil
+}
+
+// limitedEntries counts the streams of a select as they come (one after
+// another, logentry.Iterator) and stops with the limit's error past max.
+type limitedEntries struct {
+	logql.EntryIterator
+	l        *Limiter
+	id       string
+	max, got int
+	prev     labels.Labels // the current stream's labels, copied
+	err      error
+}
+
+func (it *limitedEntries) Next() bool {
+	if it.err != nil || !it.EntryIterator.Next() {
+		return false
+	}
+	ls, _ := it.EntryIterator.At()
+	if it.got == 0 || !labels.Equal(ls, it.prev) {
+		if it.got++; it.got > it.max {
+			it.l.discarded.WithLabelValues(it.id, "queries", "max_series_per_query").Inc()
+			it.err = limitErr(http.StatusBadRequest, it.id, "max_series_per_query", fmt.Sprintf(
+				"maximum number of series (%d) reached for a single query: a stream selector reads more streams", it.max))
+			return false
+		}
+		it.prev = ls.Copy()
+	}
+	return true
+}
+
+func (it *limitedEntries) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	return it.EntryIterator.Err()
 }
 
 // TracePusher returns p behind the limit on spans.

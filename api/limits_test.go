@@ -240,6 +240,18 @@ func TestTenantLimitEach(t *testing.T) {
 		parts: []string{"max entry size '10' bytes exceeded for stream '{app=\"a\"", "with length '20' bytes", "limits.tenants.overrides.team-a.max_line_size"},
 		typ:   "log_bytes", limit: "max_line_size", refused: 20, received: 9, // the two short lines are written
 	}, {
+		name:   "max_line_size over OTLP logs",
+		limits: api.TenantLimits{MaxLineSize: 10},
+		do: func(srv *httptest.Server, org string, round int) req {
+			body := fmt.Sprintf(`{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeLogs":[{"logRecords":[`+
+				`{"timeUnixNano":"%d","body":{"stringValue":"short"}},{"timeUnixNano":"%d","body":{"stringValue":"%s"}}]}]}]}`, now.UnixNano(), now.UnixNano()+1, strings.Repeat("y", 30))
+			code, b := tenantDo(t, srv, "POST", "/otlp/v1/logs", org, "application/json", []byte(body))
+			return req{code, string(b)}
+		},
+		ok: http.StatusOK, want: http.StatusOK, // OTLP's partial success
+		parts: []string{`"rejectedLogRecords":"1"`, "max entry size '10' bytes exceeded", "max_line_size"},
+		typ:   "log_bytes", limit: "max_line_size", refused: 30, received: 5,
+	}, {
 		name:   "max_series_per_query over two selectors",
 		limits: api.TenantLimits{MaxSeriesPerQuery: 3},
 		do: func(srv *httptest.Server, org string, round int) req {
@@ -264,6 +276,20 @@ func TestTenantLimitEach(t *testing.T) {
 		},
 		ok: http.StatusOK, want: http.StatusUnprocessableEntity,
 		parts: []string{`"errorType":"execution"`, "fetch 4, the limit is 3"},
+		typ:   "queries", limit: "max_series_per_query", refused: 1,
+	}, {
+		name:   "max_series_per_query of a LogQL query",
+		limits: api.TenantLimits{MaxSeriesPerQuery: 2},
+		do: func(srv *httptest.Server, org string, round int) req {
+			for i := range 3 {
+				if r := push(srv, org, fmt.Sprintf(`{"job":"l","i":"%d"}`, i), "line"); r.code != http.StatusNoContent {
+					return r
+				}
+			}
+			return get(srv, org, "/loki/api/v1/query_range", url.Values{"query": {`{job="l"}`}, "start": {fmt.Sprint(now.Add(-time.Minute).UnixNano())}, "end": {fmt.Sprint(now.Add(time.Minute).UnixNano())}})
+		},
+		ok: http.StatusOK, want: http.StatusBadRequest,
+		parts: []string{"maximum number of series (2) reached for a single query", "limits.tenants.overrides.team-a.max_series_per_query"},
 		typ:   "queries", limit: "max_series_per_query", refused: 1,
 	}, {
 		name:   "max_samples_per_query instant",

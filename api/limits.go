@@ -138,10 +138,10 @@ func (l *Limiter) SetSeriesCounter(count func(ctx context.Context, ms ...*labels
 	}
 }
 
-// recount counts c again from the index when it is older than
-// seriesRecount. It takes l.mu itself and counts outside it (counting reads
-// the index).
-func (l *Limiter) recount(ctx context.Context, id string, c *seriesCount, ms ...*labels.Matcher) error {
+// recount counts c, the series of the tenant or (byName) of its metric name
+// metric, again from the index when it is older than seriesRecount. It
+// takes l.mu itself and counts outside it (counting reads the index).
+func (l *Limiter) recount(ctx context.Context, id string, c *seriesCount, byName bool, metric string) error {
 	if l.countSeries == nil {
 		return nil
 	}
@@ -150,6 +150,10 @@ func (l *Limiter) recount(ctx context.Context, id string, c *seriesCount, ms ...
 	l.mu.Unlock()
 	if !stale {
 		return nil
+	}
+	var ms []*labels.Matcher
+	if byName {
+		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, metric)}
 	}
 	n, err := l.countSeries(tenant.With(context.WithoutCancel(ctx), id), ms...)
 	if err != nil {
@@ -195,12 +199,12 @@ func (l *Limiter) AdmitSeries(ctx context.Context, tid string, ls labels.Labels)
 	}
 	l.mu.Unlock()
 	if t.MaxActiveSeries > 0 {
-		if err := l.recount(ctx, id, &st.series); err != nil {
+		if err := l.recount(ctx, id, &st.series, false, ""); err != nil {
 			return err
 		}
 	}
 	if metric != nil {
-		if err := l.recount(ctx, id, metric, labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, name)); err != nil {
+		if err := l.recount(ctx, id, metric, true, name); err != nil {
 			return err
 		}
 	}

@@ -222,6 +222,18 @@ func TestTenantLimitEach(t *testing.T) {
 		parts: []string{"label value length exceeds the limit (actual: 9, limit: 4), label: 'job' value: 'abcdefgh0'", "max_label_value_length"},
 		typ:   "samples", limit: "max_label_value_length", refused: 10,
 	}, {
+		name:   "max_label_value_length over OTLP metrics",
+		limits: api.TenantLimits{MaxLabelValueLength: 4},
+		do: func(srv *httptest.Server, org string, round int) req {
+			body := fmt.Sprintf(`{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"om","gauge":{"dataPoints":[`+
+				`{"timeUnixNano":"%d","asDouble":1,"attributes":[{"key":"job","value":{"stringValue":"abcdefgh%d"}}]}]}}]}]}]}`, now.UnixNano(), round)
+			code, b := tenantDo(t, srv, "POST", "/otlp/v1/metrics", org, "application/json", []byte(body))
+			return req{code, string(b)}
+		},
+		ok: http.StatusOK, want: http.StatusBadRequest, // every point rejected
+		parts: []string{"rejected 1 data points", "label value length exceeds the limit (actual: 9, limit: 4)", "limits.tenants.overrides.team-a.max_label_value_length"},
+		typ:   "samples", limit: "max_label_value_length", refused: 1,
+	}, {
 		name:   "max_label_value_length of a log stream",
 		limits: api.TenantLimits{MaxLabelValueLength: 4},
 		do: func(srv *httptest.Server, org string, round int) req {

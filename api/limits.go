@@ -20,7 +20,10 @@ import (
 	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlptraces"
+	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
+	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
 	"github.com/weftdb/weft/storage/tracestore"
 )
@@ -56,6 +59,17 @@ type TenantLimits struct {
 	// MaxActiveSeries bounds the tenant's metric series in the index's
 	// recent partitions: a sample of a new series past it is refused.
 	MaxActiveSeries int
+	// MaxSeriesPerMetric bounds the series of one metric name (Mimir's
+	// max_global_series_per_metric), counted as MaxActiveSeries is.
+	MaxSeriesPerMetric int
+	// MaxLabelNameLength and MaxLabelValueLength bound the bytes of a
+	// label name and value of a new metric series or log stream.
+	MaxLabelNameLength, MaxLabelValueLength int
+	// MaxLineSize bounds the bytes of one log line.
+	MaxLineSize int
+	// MaxSamplesPerQuery bounds the samples one PromQL query reads
+	// (query.Limits.MaxSamplesRead).
+	MaxSamplesPerQuery int
 }
 
 // LimitsConfig is every tenant's limits: Defaults, and Overrides by tenant
@@ -83,7 +97,7 @@ type Limiter struct {
 	cfg     LimitsConfig
 	tenants map[string]*tenantState
 
-	countSeries func(ctx context.Context) (int, error)
+	countSeries func(ctx context.Context, ms ...*labels.Matcher) (int, error)
 
 	received  *prometheus.CounterVec
 	discarded *prometheus.CounterVec
@@ -94,29 +108,68 @@ type Limiter struct {
 type tenantState struct {
 	samples, logBytes, spans *rate.Limiter
 	queries                  int // guarded by Limiter.mu
-	// series is the tenant's series count, counted from the index at
-	// seriesAt and incremented by each admitted series; guarded by
+	// series is the tenant's series count, and metrics the count of each
+	// metric name's series while MaxSeriesPerMetric is set (one entry per
+	// name the tenant has created a series of since then); guarded by
 	// Limiter.mu.
-	series   int
-	seriesAt time.Time
+	series  seriesCount
+	metrics map[string]*seriesCount
 }
 
-// seriesRecount is how long a tenant's series count is trusted before it
-// is counted again from the index (series also go: retention, deletes).
+// seriesCount is a number of series counted from the index at at and
+// incremented by each series admitted since.
+type seriesCount struct {
+	n  int
+	at time.Time
+}
+
+// seriesRecount is how long a series count is trusted before it is counted
+// again from the index (series also go: retention, deletes).
 const seriesRecount = 30 * time.Second
 
-// SetSeriesCounter sets how a tenant's series are counted (the index's
-// postings of the tenant); without one MaxActiveSeries counts only the
-// series created since the start. Call it before serving.
-func (l *Limiter) SetSeriesCounter(count func(ctx context.Context) (int, error)) {
+// SetSeriesCounter sets how a tenant's series are counted: count returns
+// the metric series of the tenant of ctx that match ms (none: all of them)
+// in the index's recent postings. Without one MaxActiveSeries and
+// MaxSeriesPerMetric count only the series created since the start. Call
+// it before serving.
+func (l *Limiter) SetSeriesCounter(count func(ctx context.Context, ms ...*labels.Matcher) (int, error)) {
 	if l != nil {
 		l.countSeries = count
 	}
 }
 
-// AdmitSeries is storage.Options.AdmitSeries: it refuses a new series of a
-// tenant at its MaxActiveSeries (400, Mimir's per-tenant series limit).
-func (l *Limiter) AdmitSeries(ctx context.Context, tid string) error {
+// recount counts c, the series of the tenant or (byName) of its metric name
+// metric, again from the index when it is older than seriesRecount. It
+// takes l.mu itself and counts outside it (counting reads the index).
+func (l *Limiter) recount(ctx context.Context, id string, c *seriesCount, byName bool, metric string) error {
+	if l.countSeries == nil {
+		return nil
+	}
+	l.mu.Lock()
+	stale := time.Since(c.at) > seriesRecount
+	l.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	var ms []*labels.Matcher
+	if byName {
+		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, metric)}
+	}
+	n, err := l.countSeries(tenant.With(context.WithoutCancel(ctx), id), ms...)
+	if err != nil {
+		return fmt.Errorf("count the series of tenant %q: %w", id, err)
+	}
+	l.mu.Lock()
+	c.n, c.at = n, time.Now()
+	l.mu.Unlock()
+	return nil
+}
+
+// AdmitSeries is storage.Options.AdmitSeries: it refuses a new series ls of
+// a tenant at its MaxActiveSeries or at the MaxSeriesPerMetric of its
+// metric name (400, as Mimir's per-user and per-metric series limits: the
+// rest of the request is written, and retrying would not help).
+func (l *Limiter) AdmitSeries(ctx context.Context, tid string, ls labels.Labels) error {
 	if l == nil {
 		return nil
 	}
@@ -126,29 +179,53 @@ func (l *Limiter) AdmitSeries(ctx context.Context, tid string) error {
 	}
 	l.mu.Lock()
 	t, st := l.stateLocked(id)
-	if t.MaxActiveSeries <= 0 {
+	if t.MaxActiveSeries <= 0 && t.MaxSeriesPerMetric <= 0 {
 		l.mu.Unlock()
 		return nil
 	}
-	stale := l.countSeries != nil && time.Since(st.seriesAt) > seriesRecount
-	l.mu.Unlock()
-	if stale { // outside the lock: counting reads the index
-		n, err := l.countSeries(tenant.With(context.WithoutCancel(ctx), id))
-		if err != nil {
-			return fmt.Errorf("count the series of tenant %q: %w", id, err)
+	var (
+		name   string
+		metric *seriesCount
+	)
+	if t.MaxSeriesPerMetric > 0 {
+		name = ls.Get(labels.MetricName)
+		if st.metrics == nil {
+			st.metrics = map[string]*seriesCount{}
 		}
-		l.mu.Lock()
-		st.series, st.seriesAt = n, time.Now()
-		l.mu.Unlock()
+		if metric = st.metrics[name]; metric == nil {
+			metric = &seriesCount{}
+			st.metrics[name] = metric
+		}
+	}
+	l.mu.Unlock()
+	if t.MaxActiveSeries > 0 {
+		if err := l.recount(ctx, id, &st.series, false, ""); err != nil {
+			return err
+		}
+	}
+	if metric != nil {
+		if err := l.recount(ctx, id, metric, true, name); err != nil {
+			return err
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st.series >= t.MaxActiveSeries {
+	if t.MaxActiveSeries > 0 && st.series.n >= t.MaxActiveSeries {
 		l.discarded.WithLabelValues(id, "samples", "max_active_series").Inc()
 		le := limitErr(http.StatusBadRequest, id, "max_active_series", fmt.Sprintf("the sample of a new series has been rejected because tenant %q has reached its series limit (limit: %d series)", id, t.MaxActiveSeries))
 		return fmt.Errorf("%w: %w", storage.ErrInvalidLabels, le)
 	}
-	st.series++
+	if metric != nil && metric.n >= t.MaxSeriesPerMetric {
+		l.discarded.WithLabelValues(id, "samples", "max_series_per_metric").Inc()
+		le := limitErr(http.StatusBadRequest, id, "max_series_per_metric", fmt.Sprintf("the sample of a new series has been rejected: per-metric series limit of %d exceeded for metric %q (tenant %q)", t.MaxSeriesPerMetric, name, id))
+		return fmt.Errorf("%w: %w", storage.ErrInvalidLabels, le)
+	}
+	if t.MaxActiveSeries > 0 {
+		st.series.n++
+	}
+	if metric != nil {
+		metric.n++
+	}
 	return nil
 }
 
@@ -193,7 +270,9 @@ func (c *LimitsConfig) Validate() error {
 			"span_ingestion_rate": t.SpanIngestionRate, "span_ingestion_burst_size": float64(t.SpanIngestionBurstSize),
 			"max_label_names_per_series": float64(t.MaxLabelNamesPerSeries), "max_series_per_query": float64(t.MaxSeriesPerQuery),
 			"max_query_length": float64(t.MaxQueryLength), "max_concurrent_queries": float64(t.MaxConcurrentQueries),
-			"max_active_series": float64(t.MaxActiveSeries),
+			"max_active_series": float64(t.MaxActiveSeries), "max_series_per_metric": float64(t.MaxSeriesPerMetric),
+			"max_label_name_length": float64(t.MaxLabelNameLength), "max_label_value_length": float64(t.MaxLabelValueLength),
+			"max_line_size": float64(t.MaxLineSize), "max_samples_per_query": float64(t.MaxSamplesPerQuery),
 		} {
 			if v < 0 {
 				return fmt.Errorf("limits of %s: %s is negative", who, name)
@@ -229,6 +308,9 @@ func (l *Limiter) Apply(cfg LimitsConfig) error {
 		setRate(st.samples, t.IngestionRate, t.IngestionBurstSize)
 		setRate(st.logBytes, t.LogIngestionRateBytes, t.LogIngestionBurstSizeBytes)
 		setRate(st.spans, t.SpanIngestionRate, t.SpanIngestionBurstSize)
+		if t.MaxSeriesPerMetric <= 0 {
+			st.metrics = nil // the counts are not kept without the limit
+		}
 	}
 	return nil
 }
@@ -374,29 +456,59 @@ func (a limitedAppendable) AppenderV2(ctx context.Context) promstorage.AppenderV
 	a.l.mu.Lock()
 	t, _ := a.l.stateLocked(id)
 	a.l.mu.Unlock()
-	return &limitedAppender{AppenderV2: a.app.AppenderV2(ctx), l: a.l, ctx: ctx, id: id, maxNames: t.MaxLabelNamesPerSeries}
+	return &limitedAppender{AppenderV2: a.app.AppenderV2(ctx), l: a.l, ctx: ctx, id: id, t: t}
 }
 
 // limitedAppender counts the samples of a commit and refuses it whole when
 // they do not fit the tenant's rate, as a distributor refuses a request.
 type limitedAppender struct {
 	promstorage.AppenderV2
-	l        *Limiter
-	ctx      context.Context
-	id       string
-	maxNames int
-	n        int
+	l   *Limiter
+	ctx context.Context
+	id  string
+	t   TenantLimits // the tenant's limits when the appender was made
+	n   int
 }
 
 func (ap *limitedAppender) Append(ref promstorage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts promstorage.AOptions) (promstorage.SeriesRef, error) {
-	if ap.maxNames > 0 && ref == 0 && ls.Len() > ap.maxNames {
-		ap.l.discarded.WithLabelValues(ap.id, "samples", "max_label_names_per_series").Inc()
-		le := limitErr(http.StatusBadRequest, ap.id, "max_label_names_per_series", fmt.Sprintf(
-			"received a series whose number of labels exceeds the limit (actual: %d, limit: %d) series: '%s'", ls.Len(), ap.maxNames, ls))
-		return 0, fmt.Errorf("%w: %w", storage.ErrInvalidLabels, le)
+	if ref == 0 {
+		if le := checkSeriesLabels(ap.id, ap.t, ls); le != nil {
+			ap.l.discarded.WithLabelValues(ap.id, "samples", le.Limit).Inc()
+			return 0, fmt.Errorf("%w: %w", storage.ErrInvalidLabels, le)
+		}
 	}
-	ap.n++
-	return ap.AppenderV2.Append(ref, ls, st, t, v, h, fh, opts)
+	ref, err := ap.AppenderV2.Append(ref, ls, st, t, v, h, fh, opts)
+	if err == nil {
+		ap.n++ // only what the store took counts against the rate
+	}
+	return ref, err
+}
+
+// checkSeriesLabels refuses ls, a new metric series or log stream, with
+// more labels than MaxLabelNamesPerSeries or a label name or value longer
+// than MaxLabelNameLength or MaxLabelValueLength: 400, in Mimir's words.
+// The caller counts the refusal.
+func checkSeriesLabels(id string, t TenantLimits, ls labels.Labels) *LimitError {
+	if t.MaxLabelNamesPerSeries > 0 && ls.Len() > t.MaxLabelNamesPerSeries {
+		return limitErr(http.StatusBadRequest, id, "max_label_names_per_series", fmt.Sprintf(
+			"received a series whose number of labels exceeds the limit (actual: %d, limit: %d) series: '%.200s'", ls.Len(), t.MaxLabelNamesPerSeries, ls))
+	}
+	if t.MaxLabelNameLength <= 0 && t.MaxLabelValueLength <= 0 {
+		return nil
+	}
+	var le *LimitError
+	ls.Range(func(lb labels.Label) {
+		switch {
+		case le != nil:
+		case t.MaxLabelNameLength > 0 && len(lb.Name) > t.MaxLabelNameLength:
+			le = limitErr(http.StatusBadRequest, id, "max_label_name_length", fmt.Sprintf(
+				"received a series whose label name length exceeds the limit (actual: %d, limit: %d), label: '%.200s' series: '%.200s'", len(lb.Name), t.MaxLabelNameLength, lb.Name, ls))
+		case t.MaxLabelValueLength > 0 && len(lb.Value) > t.MaxLabelValueLength:
+			le = limitErr(http.StatusBadRequest, id, "max_label_value_length", fmt.Sprintf(
+				"received a series whose label value length exceeds the limit (actual: %d, limit: %d), label: '%.200s' value: '%.200s' (truncated) series: '%.200s'", len(lb.Value), t.MaxLabelValueLength, lb.Name, lb.Value, ls))
+		}
+	})
+	return le
 }
 
 func (ap *limitedAppender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
@@ -428,7 +540,23 @@ type limitedLogPusher struct {
 	l *Limiter
 }
 
+// Push refuses the streams whose label names or values are longer than the
+// tenant's limits and the lines longer than its MaxLineSize, and pushes the rest when the
+// tenant's log byte rate has room for them; it then returns a
+// *loki.ValidationError of what it refused (400, the rest is written, as
+// Loki's distributor answers).
 func (lp limitedLogPusher) Push(ctx context.Context, streams []logstore.PushStream) error {
+	id := tenantOf(ctx)
+	lp.l.mu.Lock()
+	t, _ := lp.l.stateLocked(id)
+	lp.l.mu.Unlock()
+	// max_label_names_per_series is the metric series' (limits.logs has
+	// the log streams' count, which does not count service_name).
+	t.MaxLabelNamesPerSeries = 0
+	var verr *loki.ValidationError
+	if t.MaxLabelNameLength > 0 || t.MaxLabelValueLength > 0 || t.MaxLineSize > 0 {
+		streams, verr = lp.l.checkStreams(id, t, streams)
+	}
 	n := 0
 	for _, s := range streams {
 		for _, e := range s.Entries {
@@ -438,7 +566,134 @@ func (lp limitedLogPusher) Push(ctx context.Context, streams []logstore.PushStre
 	if err := lp.l.take(ctx, "log_bytes", n); err != nil {
 		return err
 	}
-	return lp.p.Push(ctx, streams)
+	if len(streams) > 0 {
+		if err := lp.p.Push(ctx, streams); err != nil {
+			return err
+		}
+	}
+	if verr != nil {
+		return verr
+	}
+	return nil
+}
+
+// streamReasons are the Loki discard reasons of the limits checkStreams
+// enforces.
+var streamReasons = map[string]loki.Reason{
+	"max_label_name_length":  loki.ReasonLabelNameTooLong,
+	"max_label_value_length": loki.ReasonLabelValueTooLong,
+	"max_line_size":          loki.ReasonLineTooLong,
+}
+
+// checkStreams returns the streams and lines that fit t's label and line
+// limits and, when some did not, what it refused; refusals are counted in
+// log bytes.
+func (l *Limiter) checkStreams(id string, t TenantLimits, streams []logstore.PushStream) ([]logstore.PushStream, *loki.ValidationError) {
+	var verr *loki.ValidationError
+	refuse := func(le *LimitError, entries, bytes int) {
+		if verr == nil {
+			verr = &loki.ValidationError{}
+		}
+		verr.Add(streamReasons[le.Limit], entries, le)
+		l.discarded.WithLabelValues(id, "log_bytes", le.Limit).Add(float64(bytes))
+	}
+	kept := make([]logstore.PushStream, 0, len(streams))
+	for _, s := range streams {
+		if le := checkSeriesLabels(id, t, s.Labels); le != nil {
+			n := 0
+			for _, e := range s.Entries {
+				n += len(e.Line)
+			}
+			refuse(le, len(s.Entries), n)
+			continue
+		}
+		if t.MaxLineSize > 0 {
+			var out []logentry.Entry // nil while every line fits
+			for j, e := range s.Entries {
+				if len(e.Line) <= t.MaxLineSize {
+					if out != nil {
+						out = append(out, e)
+					}
+					continue
+				}
+				if out == nil {
+					out = append(make([]logentry.Entry, 0, len(s.Entries)), s.Entries[:j]...)
+				}
+				refuse(limitErr(http.StatusBadRequest, id, "max_line_size", fmt.Sprintf(
+					"max entry size '%d' bytes exceeded for stream '%.200s' while adding an entry with length '%d' bytes", t.MaxLineSize, s.Labels, len(e.Line))), 1, len(e.Line))
+			}
+			if out != nil {
+				s.Entries = out
+			}
+		}
+		if len(s.Entries) > 0 {
+			kept = append(kept, s)
+		}
+	}
+	return kept, verr
+}
+
+// LogSource returns src behind the tenant's MaxSeriesPerQuery on the
+// streams one LogQL selector reads (Loki's max_query_series, here per
+// selector): past it the select fails with 400, as Loki answers its
+// per-query limits.
+func (l *Limiter) LogSource(src logql.Source) logql.Source {
+	if l == nil || src == nil {
+		return src
+	}
+	return limitedLogSource{src: src, l: l}
+}
+
+type limitedLogSource struct {
+	src logql.Source
+	l   *Limiter
+}
+
+func (s limitedLogSource) Select(ctx context.Context, p logql.SelectParams) (logql.EntryIterator, error) {
+	id := tenantOf(ctx)
+	s.l.mu.Lock()
+	t, _ := s.l.stateLocked(id)
+	s.l.mu.Unlock()
+	it, err := s.src.Select(ctx, p)
+	if err != nil || t.MaxSeriesPerQuery <= 0 {
+		return it, err
+	}
+	return &limitedEntries{EntryIterator: it, l: s.l, id: id, max: t.MaxSeriesPerQuery}, nil
+}
+
+// limitedEntries counts the streams of a select as they come (one after
+// another, logentry.Iterator) and stops with the limit's error past max.
+type limitedEntries struct {
+	logql.EntryIterator
+	l        *Limiter
+	id       string
+	max, got int
+	prev     labels.Labels // the current stream's labels, copied
+	err      error
+}
+
+func (it *limitedEntries) Next() bool {
+	if it.err != nil || !it.EntryIterator.Next() {
+		return false
+	}
+	ls, _ := it.EntryIterator.At()
+	if it.got == 0 || !labels.Equal(ls, it.prev) {
+		if it.got++; it.got > it.max {
+			it.l.discarded.WithLabelValues(it.id, "queries", "max_series_per_query").Inc()
+			it.err = limitErr(http.StatusBadRequest, it.id, "max_series_per_query", fmt.Sprintf(
+				"maximum number of series (%d) reached for a single query: a stream selector reads more streams", it.max))
+			return false
+		}
+		it.prev = ls.Copy()
+	}
+	return true
+}
+
+func (it *limitedEntries) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	return it.EntryIterator.Err()
 }
 
 // TracePusher returns p behind the limit on spans.
@@ -479,16 +734,17 @@ func queryPath(r *http.Request) (query, ranged bool) {
 	return false, false
 }
 
-// queryLimits wraps a query: it refuses a range longer than the tenant's
+// wrapHTTP wraps a query: it refuses a range longer than the tenant's
 // MaxQueryLength (400), more concurrent queries than MaxConcurrentQueries
-// (429), and runs h with the series limit in the context.
+// (429), and runs h with the series and samples limits in the context
+// (storage.WithMaxSeries, query.WithLimits: 422).
 func (l *Limiter) wrapHTTP(h http.Handler) http.Handler {
 	if l == nil {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query, ranged := queryPath(r)
-		if !query {
+		isQuery, ranged := queryPath(r)
+		if !isQuery {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -521,10 +777,20 @@ func (l *Limiter) wrapHTTP(h http.Handler) http.Handler {
 			}
 		}
 		if n := t.MaxSeriesPerQuery; n > 0 {
+			var counted sync.Once // a refused Select may be tried again: one query, one refusal
 			ctx := storage.WithMaxSeries(r.Context(), n, func(got int) error {
-				l.discarded.WithLabelValues(id, "queries", "max_series_per_query").Inc()
-				return limitErr(http.StatusUnprocessableEntity, id, "max_series_per_query", fmt.Sprintf("the query exceeded the maximum number of series: a selector selects %d, the limit is %d", got, n))
+				counted.Do(l.discarded.WithLabelValues(id, "queries", "max_series_per_query").Inc)
+				return limitErr(http.StatusUnprocessableEntity, id, "max_series_per_query", fmt.Sprintf("the query exceeded the maximum number of series: its selectors fetch %d, the limit is %d", got, n))
 			})
+			r = r.WithContext(ctx)
+		}
+		if n := t.MaxSamplesPerQuery; n > 0 {
+			ctx := query.WithLimits(r.Context(), query.Limits{MaxSamplesRead: n, Refused: func(err error) error {
+				l.discarded.WithLabelValues(id, "queries", "max_samples_per_query").Inc()
+				// Not wrapping err: the Prometheus API answers this 422,
+				// errorType execution, as Prometheus its max-samples limit.
+				return limitErr(http.StatusUnprocessableEntity, id, "max_samples_per_query", fmt.Sprintf("the query exceeded the maximum number of samples it may read (limit: %d samples): %s", n, err))
+			}})
 			r = r.WithContext(ctx)
 		}
 		h.ServeHTTP(w, r)

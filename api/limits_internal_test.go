@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/index/tenant"
 )
@@ -44,5 +47,34 @@ func TestMaxConcurrentQueries(t *testing.T) {
 	<-done
 	if w := do("a", ""); w.Code != http.StatusOK {
 		t.Errorf("query of a after the first ended: %d %s", w.Code, w.Body)
+	}
+}
+
+// BenchmarkAdmitSeries: what the series limits add to the creation of a
+// series (the index's own work excluded): a map lookup by metric name and
+// the counts, no scan.
+func BenchmarkAdmitSeries(b *testing.B) {
+	ls := labels.FromStrings("__name__", "gpu_utilization", "gpu", "3", "run_id", "r-12345")
+	for _, bc := range []struct {
+		name string
+		t    TenantLimits
+	}{
+		{"none", TenantLimits{}},
+		{"max_active_series", TenantLimits{MaxActiveSeries: 1 << 40}},
+		{"max_series_per_metric", TenantLimits{MaxActiveSeries: 1 << 40, MaxSeriesPerMetric: 1 << 40}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			lim, err := NewLimiter(LimitsConfig{Defaults: bc.t}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := lim.AdmitSeries(ctx, "team-a", ls); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

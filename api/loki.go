@@ -226,6 +226,10 @@ func (a *lokiAPI) badRequest(w http.ResponseWriter, err error) {
 
 // queryError maps an engine or store error to Loki's status codes.
 func (a *lokiAPI) queryError(w http.ResponseWriter, r *http.Request, err error) {
+	if le, ok := asLimit(err); ok { // a per-tenant limit (limits.go)
+		lokiError(w, le.Code, err.Error())
+		return
+	}
 	switch {
 	case errors.Is(err, logql.ErrParse), errors.Is(err, logql.ErrLimitExceeded),
 		errors.Is(err, logql.ErrInvalidParams), errors.Is(err, logql.ErrTooManySeries),

@@ -126,7 +126,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 		if lo.Logger == nil {
 			lo.Logger = opts.Logger
 		}
-		loki := newLokiAPI(opts.Logs, logql.NewEngine(opts.Logs, opts.LogQL), lo)
+		loki := newLokiAPI(opts.Logs, logql.NewEngine(opts.Limits.LogSource(opts.Logs), opts.LogQL), lo)
 		rs = append(rs, loki.routes()...)
 
 		lg := opts.OTLPLogs

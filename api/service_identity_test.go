@@ -138,8 +138,18 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // options before the server is built.
 func newSubstrateServer(t *testing.T, edit func(*api.Options)) (*httptest.Server, *api.Server, *storage.Substrate) {
 	t.Helper()
+	return newSubstrateServerWith(t, nil, edit)
+}
+
+// newSubstrateServerWith is newSubstrateServer with the storage options
+// edited by sedit (nil: the defaults) before the substrate opens.
+func newSubstrateServerWith(t *testing.T, sedit func(*storage.Options), edit func(*api.Options)) (*httptest.Server, *api.Server, *storage.Substrate) {
+	t.Helper()
 	sopts := storage.DefaultOptions()
 	sopts.Logs.MaintenanceInterval = -1
+	if sedit != nil {
+		sedit(&sopts)
+	}
 	sub, err := storage.OpenSubstrate(context.Background(), t.TempDir(), sopts)
 	if err != nil {
 		t.Fatal(err)

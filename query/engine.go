@@ -114,6 +114,9 @@ func NewPrometheusEngine(opts EngineOptions) *promql.Engine {
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
 		Parser:                   NewParser(),
+		// The query-cost budget, with no server-wide ceilings, enforces
+		// the per-query limits a query's context carries (QueryLimits).
+		EnableQueryCost: true,
 	})
 }
 

@@ -35,10 +35,11 @@ func PushdownAggregations(opts PushdownOptions) Optimization {
 }
 
 // DefaultOptimizations is what the server runs with engine options opts:
+// the per-query limits of a query's context next to Prometheus' engine,
 // latest-sample selects, then aggregation pushdown over them (pushed-down
 // instant aggregations read latest samples too), bounded by opts.Timeout.
 func DefaultOptimizations(opts EngineOptions) []Optimization {
-	return []Optimization{LatestSampleSelects(), PushdownAggregations(PushdownOptions{Timeout: opts.Timeout})}
+	return []Optimization{QueryLimits(), LatestSampleSelects(), PushdownAggregations(PushdownOptions{Timeout: opts.Timeout})}
 }
 
 // Optimize applies opts to engine in order, the first innermost.

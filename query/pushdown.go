@@ -112,6 +112,9 @@ type pushdownEngine struct {
 }
 
 func (e *pushdownEngine) NewInstantQuery(ctx context.Context, q storage.Queryable, qo promql.QueryOpts, qs string, ts time.Time) (promql.Query, error) {
+	if limitsOf(ctx).bounded() { // the engine's budget must see every sample (QueryLimits)
+		return e.QueryEngine.NewInstantQuery(ctx, q, qo, qs, ts)
+	}
 	pq := &pushdownQueryable{Queryable: q, results: map[*labels.Matcher][]promql.Series{}}
 	qry, err := e.QueryEngine.NewInstantQuery(ctx, pq, qo, qs, ts)
 	if err != nil {
@@ -121,6 +124,9 @@ func (e *pushdownEngine) NewInstantQuery(ctx context.Context, q storage.Queryabl
 }
 
 func (e *pushdownEngine) NewRangeQuery(ctx context.Context, q storage.Queryable, qo promql.QueryOpts, qs string, start, end time.Time, interval time.Duration) (promql.Query, error) {
+	if limitsOf(ctx).bounded() {
+		return e.QueryEngine.NewRangeQuery(ctx, q, qo, qs, start, end, interval)
+	}
 	pq := &pushdownQueryable{Queryable: q, results: map[*labels.Matcher][]promql.Series{}}
 	qry, err := e.QueryEngine.NewRangeQuery(ctx, pq, qo, qs, start, end, interval)
 	if err != nil {

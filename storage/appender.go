@@ -112,7 +112,7 @@ func (db *DB) newAppender(ctx context.Context) *appender {
 			if err := checkNewLabels(ls); err != nil {
 				return err
 			}
-			return admit(ctx, id)
+			return admit(ctx, id, ls)
 		}
 	}
 	if a.tenantErr != nil {

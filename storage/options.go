@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage/logstore"
 	"github.com/weftdb/weft/storage/tracestore"
@@ -96,11 +98,12 @@ type Options struct {
 	// Zero or negative: no budget (weft's command line sets a default from
 	// the cgroup or machine memory).
 	MemoryBudget int64
-	// AdmitSeries, when set, is asked before a new metric series of tenant
-	// ("" for none, package tenant) is created, with the appender's
-	// context; its error refuses the sample (a per-tenant series limit)
-	// and should wrap ErrInvalidLabels to be a client error.
-	AdmitSeries func(ctx context.Context, tenant string) error
+	// AdmitSeries, when set, is asked before a new metric series ls of
+	// tenant ("" for none, package tenant) is created, with the appender's
+	// context; its error refuses the sample (a per-tenant or per-metric
+	// series limit) and should wrap ErrInvalidLabels to be a client error.
+	// ls is valid only during the call.
+	AdmitSeries func(ctx context.Context, tenant string, ls labels.Labels) error
 	// MemoryInUse returns the process's memory in use, which MemoryBudget
 	// is checked against; nil reads the resident set size. Tests inject it.
 	MemoryInUse func() int64

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -121,8 +123,10 @@ func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHin
 	if err != nil {
 		return nil, nil, err
 	}
-	if lim := maxSeriesOf(ctx); lim.n > 0 && bm.GetCardinality() > uint64(lim.n) {
-		return nil, nil, lim.err(int(bm.GetCardinality()))
+	if lim := maxSeriesOf(ctx); lim.n > 0 {
+		if got := lim.seen.add(ms, int(bm.GetCardinality())); got > lim.n {
+			return nil, nil, lim.err(got)
+		}
 	}
 	return ss, bm, nil
 }
@@ -131,8 +135,37 @@ func (q *querier) newSeriesSet(ctx context.Context, hints *promstorage.SelectHin
 type maxSeriesKey struct{}
 
 type maxSeries struct {
-	n   int
-	err func(got int) error
+	n    int
+	err  func(got int) error
+	seen *seriesTally
+}
+
+// seriesTally is the series the Selects under one context selected, by
+// selector: a selector selected again (weft's optimizations may plan with
+// a Select the engine then repeats) counts once, with its larger count.
+// Safe for concurrent use.
+type seriesTally struct {
+	mu    sync.Mutex
+	by    map[string]int
+	total int
+}
+
+// add records that the selector ms selected n series and returns the
+// total.
+func (t *seriesTally) add(ms []*labels.Matcher, n int) int {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(m.String())
+		b.WriteByte(0)
+	}
+	key := b.String()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.by[key]; !ok || n > old {
+		t.total += n - old
+		t.by[key] = n
+	}
+	return t.total
 }
 
 func maxSeriesOf(ctx context.Context) maxSeries {
@@ -140,11 +173,15 @@ func maxSeriesOf(ctx context.Context) maxSeries {
 	return m
 }
 
-// WithMaxSeries returns ctx under which a Select of more than n series
-// fails with errOf(the number it would select) before reading any sample:
-// a per-tenant query limit. n <= 0 is no limit.
+// WithMaxSeries returns ctx under which the Selects made with it (one
+// query's) together selecting more than n series fail with errOf(the
+// series selected so far, the failing Select's included) before that
+// Select reads any sample: a per-tenant query limit (Mimir's
+// max_fetched_series_per_query). A series two selectors select counts
+// twice, as in Prometheus' own series accounting; a selector selected
+// again counts once. n <= 0 is no limit.
 func WithMaxSeries(ctx context.Context, n int, errOf func(got int) error) context.Context {
-	return context.WithValue(ctx, maxSeriesKey{}, maxSeries{n: n, err: errOf})
+	return context.WithValue(ctx, maxSeriesKey{}, maxSeries{n: n, err: errOf, seen: &seriesTally{by: map[string]int{}}})
 }
 
 // latestSampleKey marks a context from WithLatestSampleSelects.

@@ -25,6 +25,11 @@ type tenantLimitsConfig struct {
 	MaxQueryLength             *duration `yaml:"max_query_length"`
 	MaxConcurrentQueries       *int      `yaml:"max_concurrent_queries"`
 	MaxActiveSeries            *int      `yaml:"max_active_series"`
+	MaxSeriesPerMetric         *int      `yaml:"max_series_per_metric"`
+	MaxLabelNameLength         *int      `yaml:"max_label_name_length"`
+	MaxLabelValueLength        *int      `yaml:"max_label_value_length"`
+	MaxLineSize                *int      `yaml:"max_line_size"`
+	MaxSamplesPerQuery         *int      `yaml:"max_samples_per_query"`
 }
 
 // tenantsConfig is limits.tenants: the per-tenant limits, reloaded with
@@ -56,6 +61,11 @@ func (c *tenantLimitsConfig) over(base api.TenantLimits) api.TenantLimits {
 	set(&base.MaxSeriesPerQuery, c.MaxSeriesPerQuery)
 	set(&base.MaxConcurrentQueries, c.MaxConcurrentQueries)
 	set(&base.MaxActiveSeries, c.MaxActiveSeries)
+	set(&base.MaxSeriesPerMetric, c.MaxSeriesPerMetric)
+	set(&base.MaxLabelNameLength, c.MaxLabelNameLength)
+	set(&base.MaxLabelValueLength, c.MaxLabelValueLength)
+	set(&base.MaxLineSize, c.MaxLineSize)
+	set(&base.MaxSamplesPerQuery, c.MaxSamplesPerQuery)
 	if c.MaxQueryLength != nil {
 		base.MaxQueryLength = time.Duration(*c.MaxQueryLength)
 	}
@@ -105,7 +115,9 @@ func exportTenantLimits(t api.TenantLimits) tenantLimitsConfig {
 		SpanIngestionRate: ptr(t.SpanIngestionRate), SpanIngestionBurstSize: ptr(t.SpanIngestionBurstSize),
 		MaxLabelNamesPerSeries: ptr(t.MaxLabelNamesPerSeries), MaxSeriesPerQuery: ptr(t.MaxSeriesPerQuery),
 		MaxQueryLength: ptr(duration(t.MaxQueryLength)), MaxConcurrentQueries: ptr(t.MaxConcurrentQueries),
-		MaxActiveSeries: ptr(t.MaxActiveSeries),
+		MaxActiveSeries: ptr(t.MaxActiveSeries), MaxSeriesPerMetric: ptr(t.MaxSeriesPerMetric),
+		MaxLabelNameLength: ptr(t.MaxLabelNameLength), MaxLabelValueLength: ptr(t.MaxLabelValueLength),
+		MaxLineSize: ptr(t.MaxLineSize), MaxSamplesPerQuery: ptr(t.MaxSamplesPerQuery),
 	}
 }
 

@@ -53,13 +53,15 @@ limits:
 			t.Errorf("effective configuration lacks %q:\n%s", want, o.ConfigYAML)
 		}
 	}
-	write("limits:\n  tenants:\n    overrides:\n      team-b: {max_label_names_per_series: 20}\n")
+	write("limits:\n  tenants:\n    overrides:\n      team-b: {max_label_names_per_series: 20, max_series_per_metric: 5, max_label_name_length: 64,\n        max_label_value_length: 128, max_line_size: 1000, max_samples_per_query: 100}\n")
 	got, err := o.ReloadTenantLimits()
-	if err != nil || got.Overrides["team-b"].MaxLabelNamesPerSeries != 20 || got.Defaults != (api.TenantLimits{}) {
+	wantB := api.TenantLimits{MaxLabelNamesPerSeries: 20, MaxSeriesPerMetric: 5, MaxLabelNameLength: 64, MaxLabelValueLength: 128, MaxLineSize: 1000, MaxSamplesPerQuery: 100}
+	if err != nil || got.Overrides["team-b"] != wantB || got.Defaults != (api.TenantLimits{}) {
 		t.Fatalf("reload = %+v %v", got, err)
 	}
 	for body, want := range map[string]string{
 		"limits:\n  tenants:\n    defaults: {ingestion_rate: -1}\n":        "ingestion_rate is negative",
+		"limits:\n  tenants:\n    defaults: {max_line_size: -1}\n":         "max_line_size is negative",
 		"limits:\n  tenants:\n    overrides: {a/b: {ingestion_rate: 1}}\n": "invalid tenant ID",
 		"limits:\n  tenants:\n    defaults: {ingestion_rat: 1}\n":          "ingestion_rat",
 	} {

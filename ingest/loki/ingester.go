@@ -42,6 +42,20 @@ func (e *ValidationError) Error() string {
 
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
+// Add counts entries rejected for r with err, as the Ingester does: for a
+// Pusher that validates too (per-tenant limits) and returns the
+// ValidationError of what it did not push with the rest pushed.
+func (e *ValidationError) Add(r Reason, entries int, err error) { e.add(r, entries, err) }
+
+// merge adds o's rejections to e.
+func (e *ValidationError) merge(o *ValidationError) {
+	e.Rejected += o.Rejected
+	for r, n := range o.ByReason {
+		e.ByReason[r] += n
+	}
+	e.Reasons = append(e.Reasons, o.Reasons[:min(len(o.Reasons), maxReasons-min(len(e.Reasons), maxReasons))]...)
+}
+
 func (e *ValidationError) add(r Reason, entries int, err error) {
 	e.Rejected += entries
 	e.ByReason[r] += entries
@@ -74,8 +88,10 @@ type Stats struct {
 }
 
 // Push validates req and writes its valid streams and entries. It returns a
-// *ValidationError when something was rejected (the rest is written), or
-// the Pusher's error (retryable; nothing of this request may be stored).
+// *ValidationError when something was rejected (the rest is written): by
+// its own checks or by the Pusher's, when the Pusher's error is a
+// *ValidationError too; any other error is the Pusher's (retryable;
+// nothing of this request may be stored).
 func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 	var st Stats
 	verr := &ValidationError{}
@@ -120,7 +136,13 @@ func (in *Ingester) Push(ctx context.Context, req *Request) (Stats, error) {
 	}
 	if len(out) > 0 {
 		if err := in.p.Push(ctx, out); err != nil {
-			return Stats{}, fmt.Errorf("push logs: %w", err)
+			var perr *ValidationError
+			if !errors.As(err, &perr) {
+				return Stats{}, fmt.Errorf("push logs: %w", err)
+			}
+			// The Pusher validates too (per-tenant limits) and wrote the rest.
+			st.Entries -= perr.Rejected
+			verr.merge(perr)
 		}
 	}
 	if len(verr.Reasons) > 0 {

@@ -54,13 +54,13 @@ func (c *cardinality) Cardinality(ctx context.Context, limit int) (api.Cardinali
 	}, nil
 }
 
-// tenantSeriesCounter counts the metric series of the tenant of ctx in the
-// partitions of the last day: the active series of the per-tenant
-// max_active_series limit.
-func tenantSeriesCounter(db *storage.DB) func(ctx context.Context) (int, error) {
-	return func(ctx context.Context) (int, error) {
+// tenantSeriesCounter counts the metric series of the tenant of ctx that
+// match ms in the partitions of the last day: the active series of the
+// per-tenant max_active_series and max_series_per_metric limits.
+func tenantSeriesCounter(db *storage.DB) func(ctx context.Context, ms ...*labels.Matcher) (int, error) {
+	return func(ctx context.Context, ms ...*labels.Matcher) (int, error) {
 		now := time.Now()
-		bm, err := db.Index().Postings(ctx, index.KindMetric, now.Add(-24*time.Hour).UnixMilli(), now.UnixMilli())
+		bm, err := db.Index().Postings(ctx, index.KindMetric, now.Add(-24*time.Hour).UnixMilli(), now.UnixMilli(), ms...)
 		if err != nil {
 			return 0, err
 		}

@@ -126,3 +126,50 @@ func TestTenantMaxActiveSeries(t *testing.T) {
 		t.Fatalf("team-b 5 series: %d %s", code, body)
 	}
 }
+
+// TestTenantMaxSeriesPerMetric: a tenant at the series limit of one metric
+// name gets 400 for the samples of that name's new series, counted from
+// the index (the counter the server wires), while its other metric names
+// and other tenants are written.
+func TestTenantMaxSeriesPerMetric(t *testing.T) {
+	opts := testOptions(t, filepath.Join(t.TempDir(), "data"))
+	opts.Tenancy = api.TenancyOptions{Enabled: true}
+	opts.TenantLimits = api.LimitsConfig{Overrides: map[string]api.TenantLimits{"team-a": {MaxSeriesPerMetric: 2}}}
+	a := startApp(t, opts)
+	base := "http://" + a.Addr().String()
+	post := func(org, name string, n int) (int, string) {
+		var wr prompb.WriteRequest
+		for i := range n {
+			wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: name}, {Name: "i", Value: string(rune('a' + i))}},
+				Samples: []prompb.Sample{{Timestamp: time.Now().UnixMilli(), Value: 1}}})
+		}
+		raw, err := wr.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", base+"/api/v1/write", bytes.NewReader(s2.EncodeSnappy(nil, raw)))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("Content-Encoding", "snappy")
+		req.Header.Set(api.TenantHeader, org)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := post("team-a", "m", 2); code != http.StatusNoContent {
+		t.Fatalf("2 series of m: %d %s", code, body)
+	}
+	if code, body := post("team-a", "m", 3); code != http.StatusBadRequest || !strings.Contains(body, `per-metric series limit of 2 exceeded for metric "m" (tenant "team-a")`) {
+		t.Fatalf("3 series of m at a limit of 2: %d %s", code, body)
+	}
+	if code, body := post("team-a", "n", 2); code != http.StatusNoContent {
+		t.Fatalf("2 series of n: %d %s", code, body)
+	}
+	if code, body := post("team-b", "m", 3); code != http.StatusNoContent {
+		t.Fatalf("team-b 3 series of m: %d %s", code, body)
+	}
+}

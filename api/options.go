@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/redact"
+	"github.com/weftdb/weft/ingest/usage"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
@@ -206,6 +207,10 @@ type Options struct {
 	Tenancy TenancyOptions
 	// Limits are the per-tenant limits (limits.go); nil limits nothing.
 	Limits *Limiter
+	// Usage counts what every ingest path stored, per tenant, team and
+	// namespace, for chargeback (ingest/usage, docs/chargeback.md); nil
+	// counts nothing.
+	Usage *usage.Accountant
 	// BuildInfo is reported by status/buildinfo.
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).

@@ -53,7 +53,10 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
-	opts.Appendable = red.Appendable(opts.Appendable)
+	// Usage accounting next to the stores, after everything that may
+	// refuse or change a write (ingest/usage, usage.go).
+	opts.Appendable = red.Appendable(opts.Usage.Appendable(opts.Appendable))
+	opts.Loki.usage, opts.OTLPLogs.usage, opts.OTLPTraces.usage = opts.Usage, opts.Usage, opts.Usage
 	opts.Loki.redact, opts.OTLPLogs.redact, opts.OTLPTraces.redact = red, red, red
 	// Per-tenant limits before anything else is done with a request
 	// (limits.go).

@@ -18,6 +18,7 @@ import (
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/spanmetrics"
+	"github.com/weftdb/weft/ingest/usage"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
@@ -35,6 +36,9 @@ type App struct {
 	sub    *storage.Substrate // nil for the stateless targets
 	db     *storage.DB
 	logs   *logstore.Store
+	// usage counts ingest for chargeback and writes it into the metric
+	// store (ingest/usage); nil without a store.
+	usage *usage.Accountant
 	// spanMetrics derives metrics from stored spans; nil when disabled.
 	spanMetrics *spanmetrics.Processor
 	tracker     *promql.ActiveQueryTracker
@@ -207,6 +211,16 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.Tenancy = opts.Tenancy
 	aopts.Limits = limits
+	var acct *usage.Accountant
+	if db != nil { // chargeback: usage series written into the store (docs/chargeback.md)
+		uo := usage.DefaultOptions()
+		uo.Sink, uo.Logger = db, logger.With("component", "usage")
+		if opts.UsageFlushInterval > 0 {
+			uo.Interval = opts.UsageFlushInterval
+		}
+		acct = usage.New(uo)
+		aopts.Usage = acct
+	}
 	webCfg, err := applySecurity(opts, &aopts) // security.go
 	if err != nil {
 		return nil, err
@@ -270,6 +284,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		db:          db,
 		logs:        logs,
 		spanMetrics: spanMetrics,
+		usage:       acct,
 		tracker:     tracker,
 		api:         srvAPI,
 		rules:       rules,
@@ -362,6 +377,7 @@ func (a *App) Start(ctx context.Context) error {
 		})
 	}
 	a.rules.start()
+	a.usage.Start()
 	if err := a.role.run(ctx, a.api.SetReady); err != nil {
 		return fmt.Errorf("start %s: %w", a.role.target, err)
 	}
@@ -438,6 +454,9 @@ func (a *App) Stop(ctx context.Context) error {
 			if err := a.spanMetrics.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("close span metrics: %w", err))
 			}
+		}
+		if err := a.usage.Stop(ctx); err != nil { // after the receivers, before the metric store
+			errs = append(errs, fmt.Errorf("flush usage: %w", err))
 		}
 		a.role.close() // an ingester stops consuming before its store flushes
 		if a.sub != nil {

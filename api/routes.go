@@ -104,6 +104,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality", name: "/weft/api/v1/cardinality", ready: true,
 		h: &cardinalityHandler{store: opts.Storage, card: opts.Cardinality, logger: opts.Logger, now: time.Now}})
 	rs = append(rs, investigateRoutes(opts)...) // context, investigate (investigate.go)
+	rs = append(rs, usageRoutes(opts)...)       // chargeback (usage.go)
 	if opts.Tenancy.Enabled {                   // status/tsdb of the request's tenant (tenancy.go)
 		rs = append(rs, route{pattern: "GET /api/v1/status/tsdb", name: "/api/v1/status/tsdb", ready: true,
 			h: &tenantTSDBStatus{card: opts.Cardinality, next: promAPI, logger: opts.Logger}})

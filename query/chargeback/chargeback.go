@@ -16,8 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/ingest/usage"
@@ -236,7 +238,7 @@ func Report(ctx context.Context, opts Options, start, end time.Time, by By) ([]R
 		return strings.Compare(a.Team+"\xff"+a.Namespace, b.Team+"\xff"+b.Namespace)
 	})
 	if opts.Disk != nil && len(out) > 0 {
-		if err := apportion(ctx, opts, out, rng, end); err != nil {
+		if err := apportion(ctx, opts, out, start, end); err != nil {
 			return nil, err
 		}
 	}
@@ -244,22 +246,16 @@ func Report(ctx context.Context, opts Options, start, end time.Time, by By) ([]R
 }
 
 // apportion sets BytesStoredApportioned: each signal's bytes on disk times
-// the row's share of the signal's ingest over the range among all tenants
-// (read without tenant restriction; only the totals are used).
-func apportion(ctx context.Context, opts Options, rows []Row, rng time.Duration, end time.Time) error {
+// the row's share of the signal's ingest over the range among all tenants.
+func apportion(ctx context.Context, opts Options, rows []Row, start, end time.Time) error {
 	disk, err := opts.Disk(ctx)
 	if err != nil {
 		return fmt.Errorf("bytes on disk: %w", err)
 	}
-	all := tenant.WithSet(ctx, tenant.Set{})
 	var totals [numFigures]float64
-	for _, f := range []Figure{Samples, LogBytes, Spans} {
-		vec, err := instant(all, opts, Expr(f, ByTenant, rng, opts.Step), end)
-		if err != nil {
+	for f, metric := range map[Figure]string{Samples: usage.MetricSamples, LogBytes: usage.MetricLogBytes, Spans: usage.MetricSpans} {
+		if totals[f], err = totalOf(ctx, opts.Queryable, metric, start, end); err != nil {
 			return err
-		}
-		for _, s := range vec {
-			totals[f] += s.F
 		}
 	}
 	share := func(n int64, f Figure, bytes int64) float64 {
@@ -273,6 +269,40 @@ func apportion(ctx context.Context, opts Options, rows []Row, rng time.Duration,
 		r.BytesStoredApportioned = int64(math.Round(share(r.Samples, Samples, disk.Metrics) + share(r.LogBytes, LogBytes, disk.Logs) + share(r.Spans, Spans, disk.Traces)))
 	}
 	return nil
+}
+
+// totalOf sums the samples of a usage metric in (start, end] across every
+// tenant: what sum_over_time does, read without the tenant restriction of
+// ctx, where PromQL would refuse the equal label sets of two tenants. Only
+// the total leaves this function.
+func totalOf(ctx context.Context, qa promstorage.Queryable, metric string, start, end time.Time) (float64, error) {
+	mint, maxt := start.UnixMilli()+1, end.UnixMilli()
+	q, err := qa.Querier(mint, maxt)
+	if err != nil {
+		return 0, fmt.Errorf("total of %s: %w", metric, err)
+	}
+	defer q.Close()
+	ss := q.Select(tenant.WithSet(ctx, tenant.Set{}), false, &promstorage.SelectHints{Start: mint, End: maxt},
+		labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, metric))
+	total := 0.0
+	var it chunkenc.Iterator
+	for ss.Next() {
+		it = ss.At().Iterator(it)
+		for vt := it.Seek(mint); vt != chunkenc.ValNone; vt = it.Next() {
+			if t, v := it.At(); vt == chunkenc.ValFloat && t <= maxt {
+				total += v
+			} else if t > maxt {
+				break
+			}
+		}
+		if err := it.Err(); err != nil {
+			return 0, fmt.Errorf("total of %s: %w", metric, err)
+		}
+	}
+	if err := ss.Err(); err != nil {
+		return 0, fmt.Errorf("total of %s: %w", metric, err)
+	}
+	return total, nil
 }
 
 // instant evaluates expr at t.

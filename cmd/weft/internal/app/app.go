@@ -220,6 +220,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		acct = usage.New(uo)
 		aopts.Usage = acct
+		aopts.UsageDisk = usageDisk(db)
 	}
 	webCfg, err := applySecurity(opts, &aopts) // security.go
 	if err != nil {

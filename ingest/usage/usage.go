@@ -22,23 +22,22 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/index/tenant"
+	"github.com/weftdb/weft/storage/usageseries"
 )
 
-// The series the flusher writes, one per tenant, team and namespace. Each
-// sample is what was accepted since the previous sample of the series (a
-// delta, not a running counter): sum_over_time over a range is exact, with
-// no counter-reset or extrapolation error across restarts.
+// The series the flusher writes, one per tenant, team and namespace
+// (storage/usageseries): each sample is what was accepted since the
+// previous sample of the series.
 const (
-	MetricSamples  = "weft_usage_ingested_samples"
-	MetricLogBytes = "weft_usage_ingested_log_bytes"
-	MetricSpans    = "weft_usage_ingested_spans"
+	MetricSamples  = usageseries.Samples
+	MetricLogBytes = usageseries.LogBytes
+	MetricSpans    = usageseries.Spans
 )
 
-// The context keys the counts are grouped by: the canonical labels after the
-// workload-context mapping (ingest/workload).
+// The context keys the counts are grouped by.
 const (
-	LabelTeam      = "team"
-	LabelNamespace = "namespace"
+	LabelTeam      = usageseries.LabelTeam
+	LabelNamespace = usageseries.LabelNamespace
 )
 
 // DefaultInterval is how often the counts are written: a crash loses at most

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/weftdb/weft/index/tenant"
-	"github.com/weftdb/weft/ingest/usage"
+	"github.com/weftdb/weft/storage/usageseries"
 )
 
 // ErrInvalid is wrapped by every error about the caller's parameters.
@@ -80,16 +80,20 @@ const (
 	numFigures
 )
 
-// groupLabels are the labels a grouping keeps; the federated tenant label
-// is always kept (absent unless the read names several tenants).
-func groupLabels(by By) []string {
+// groupLabels are the labels a grouping keeps; a federated read keeps the
+// tenant of each series too.
+func groupLabels(by By, federated bool) []string {
+	var g []string
+	if federated {
+		g = append(g, tenant.FederatedLabelName)
+	}
 	switch by {
 	case ByTeam:
-		return []string{tenant.FederatedLabelName, usage.LabelTeam}
+		g = append(g, usageseries.LabelTeam)
 	case ByNamespace:
-		return []string{tenant.FederatedLabelName, usage.LabelNamespace}
+		g = append(g, usageseries.LabelNamespace)
 	}
-	return []string{tenant.FederatedLabelName}
+	return g
 }
 
 // promDuration renders d as a PromQL duration in milliseconds (exact for
@@ -108,8 +112,15 @@ func promDuration(d time.Duration) string {
 //   - used: the same, weighted by the GPU's utilization / 100;
 //   - samples, log bytes, spans: the sum of the usage series' deltas.
 func Expr(f Figure, by By, rng, step time.Duration) string {
-	g := groupLabels(by)
-	outer := "sum by (" + strings.Join(g, ", ") + ") "
+	return expr(f, groupLabels(by, false), rng, step)
+}
+
+// expr is Expr grouped by the labels g.
+func expr(f Figure, g []string, rng, step time.Duration) string {
+	outer := "sum "
+	if len(g) > 0 {
+		outer = "sum by (" + strings.Join(g, ", ") + ") "
+	}
 	gpu := strings.Join(append(slices.Clone(g), LabelGPU), ", ")
 	r, s := promDuration(rng), promDuration(step)
 	stepSec := strconv.FormatFloat(step.Seconds(), 'f', -1, 64)
@@ -119,11 +130,11 @@ func Expr(f Figure, by By, rng, step time.Duration) string {
 	case GPUHoursUsed:
 		return fmt.Sprintf("%s(sum_over_time((avg by (%s) (clamp(%s, 0, 100)))[%s:%s])) * %s / 3600 / 100", outer, gpu, GPUUtilMetric, r, s, stepSec)
 	case Samples:
-		return fmt.Sprintf("%s(sum_over_time(%s[%s]))", outer, usage.MetricSamples, r)
+		return fmt.Sprintf("%s(sum_over_time(%s[%s]))", outer, usageseries.Samples, r)
 	case LogBytes:
-		return fmt.Sprintf("%s(sum_over_time(%s[%s]))", outer, usage.MetricLogBytes, r)
+		return fmt.Sprintf("%s(sum_over_time(%s[%s]))", outer, usageseries.LogBytes, r)
 	case Spans:
-		return fmt.Sprintf("%s(sum_over_time(%s[%s]))", outer, usage.MetricSpans, r)
+		return fmt.Sprintf("%s(sum_over_time(%s[%s]))", outer, usageseries.Spans, r)
 	}
 	panic(fmt.Sprintf("BUG: unknown figure %d", f))
 }
@@ -174,23 +185,26 @@ func Report(ctx context.Context, opts Options, start, end time.Time, by By) ([]R
 	case rng/opts.Step > MaxPoints:
 		return nil, fmt.Errorf("%w: the range is %d steps of %s, more than %d; use a larger step", ErrInvalid, rng/opts.Step, opts.Step, MaxPoints)
 	}
-	defTenant := tenant.Anonymous
+	defTenant, federated := tenant.Anonymous, false
 	if s, ok := tenant.FromContext(ctx); ok {
-		if id, one := s.Single(); one {
+		id, one := s.Single()
+		if one {
 			defTenant = id
 		}
+		federated = !one
 	}
+	g := groupLabels(by, federated)
 	type key struct{ tenant, group string }
 	rows := map[key]*Row{}
 	groupLabel := ""
 	switch by {
 	case ByTeam:
-		groupLabel = usage.LabelTeam
+		groupLabel = usageseries.LabelTeam
 	case ByNamespace:
-		groupLabel = usage.LabelNamespace
+		groupLabel = usageseries.LabelNamespace
 	}
 	for f := range numFigures {
-		vec, err := instant(ctx, opts, Expr(f, by, rng, opts.Step), end)
+		vec, err := instant(ctx, opts, expr(f, g, rng, opts.Step), end)
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +267,7 @@ func apportion(ctx context.Context, opts Options, rows []Row, start, end time.Ti
 		return fmt.Errorf("bytes on disk: %w", err)
 	}
 	var totals [numFigures]float64
-	for f, metric := range map[Figure]string{Samples: usage.MetricSamples, LogBytes: usage.MetricLogBytes, Spans: usage.MetricSpans} {
+	for f, metric := range map[Figure]string{Samples: usageseries.Samples, LogBytes: usageseries.LogBytes, Spans: usageseries.Spans} {
 		if totals[f], err = totalOf(ctx, opts.Queryable, metric, start, end); err != nil {
 			return err
 		}

@@ -151,29 +151,43 @@ func (c *counts) of(k kind) *atomic.Int64 {
 type teamKey struct{ team, namespace string }
 
 // batch aggregates one request: a small map, added to the shared counters
-// once the store accepted the request.
-type batch map[teamKey]int64
+// once the store accepted the request. The last group is kept aside, as a
+// request's samples usually come series after series.
+type batch struct {
+	m    map[teamKey]*int64
+	last teamKey
+	n    *int64
+}
 
 // add counts n for the labels ls. Label values are copied only when a new
 // key enters the map.
 func (b *batch) add(ls labels.Labels, n int64) {
 	k := teamKey{ls.Get(LabelTeam), ls.Get(LabelNamespace)}
-	if *b == nil {
-		*b = batch{}
+	if b.n != nil && k == b.last {
+		*b.n += n
+		return
 	}
-	if _, ok := (*b)[k]; !ok {
+	if b.m == nil {
+		b.m = map[teamKey]*int64{}
+	}
+	c := b.m[k]
+	if c == nil {
 		k = teamKey{strings.Clone(k.team), strings.Clone(k.namespace)}
+		c = new(int64)
+		b.m[k] = c
 	}
-	(*b)[k] += n
+	*c += n
+	b.last, b.n = k, c
 }
 
 // commit adds b to the shared counters of tenant id.
-func (a *Accountant) commit(id string, k kind, b batch) {
-	for tk, n := range b {
-		if n > 0 {
-			a.countsOf(group{id, tk.team, tk.namespace}).of(k).Add(n)
+func (a *Accountant) commit(id string, k kind, b *batch) {
+	for tk, n := range b.m {
+		if *n > 0 {
+			a.countsOf(group{id, tk.team, tk.namespace}).of(k).Add(*n)
 		}
 	}
+	*b = batch{}
 }
 
 // Usage is one group's counts since the last flush (Snapshot).

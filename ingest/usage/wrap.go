@@ -43,11 +43,17 @@ type appender struct {
 
 func (ap *appender) Append(ref promstorage.SeriesRef, ls labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts promstorage.AOptions) (promstorage.SeriesRef, error) {
 	r, err := ap.AppenderV2.Append(ref, ls, st, t, v, h, fh, opts)
-	var partial *promstorage.AppendPartialError
-	if err == nil || errors.As(err, &partial) { // the sample is stored; an exemplar may not be
+	if err == nil || partial(err) {
 		ap.b.add(ls, 1)
 	}
 	return r, err
+}
+
+// partial reports whether err says the sample was stored and only an
+// exemplar was not (out of line: the error target escapes to the heap).
+func partial(err error) bool {
+	var pe *promstorage.AppendPartialError
+	return errors.As(err, &pe)
 }
 
 func (ap *appender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
@@ -63,13 +69,12 @@ func (ap *appender) Commit() error {
 	if err := ap.AppenderV2.Commit(); err != nil {
 		return err
 	}
-	ap.a.commit(ap.id, kindSamples, ap.b)
-	ap.b = nil
+	ap.a.commit(ap.id, kindSamples, &ap.b)
 	return nil
 }
 
 func (ap *appender) Rollback() error {
-	ap.b = nil
+	ap.b = batch{}
 	return ap.AppenderV2.Rollback()
 }
 
@@ -106,7 +111,7 @@ func (lp logPusher) Push(ctx context.Context, streams []logstore.PushStream) err
 		}
 		b.add(s.Labels, int64(n))
 	}
-	lp.a.commit(tenantOf(ctx), kindLogBytes, b)
+	lp.a.commit(tenantOf(ctx), kindLogBytes, &b)
 	return nil
 }
 
@@ -149,6 +154,6 @@ func (tp tracePusher) Push(ctx context.Context, rss []tracestore.ResourceSpans) 
 		left -= n
 		b.add(rs.Labels, int64(n))
 	}
-	tp.a.commit(tenantOf(ctx), kindSpans, b)
+	tp.a.commit(tenantOf(ctx), kindSpans, &b)
 	return res, nil
 }

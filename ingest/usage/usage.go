@@ -77,6 +77,9 @@ type Accountant struct {
 	mu     sync.RWMutex
 	groups map[group]*counts
 
+	// lastT is the previous flush's timestamp: a flush is never at or
+	// before it (a series takes one sample per millisecond).
+	lastT    atomic.Int64
 	started  atomic.Bool
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -222,6 +225,15 @@ func (a *Accountant) Flush(ctx context.Context) error {
 	}
 	a.mu.RUnlock()
 	t := a.opts.Now().UnixMilli()
+	for {
+		last := a.lastT.Load()
+		if t <= last {
+			t = last + 1
+		}
+		if a.lastT.CompareAndSwap(last, t) {
+			break
+		}
+	}
 	var errs []error
 	for id, gs := range byTenant {
 		if err := a.flushTenant(ctx, id, gs, t); err != nil {

@@ -100,8 +100,12 @@ func TestSamplesCountedPerTenantTeamAndSurviveRestart(t *testing.T) {
 	if err := acct.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	appendSeries(t, app, "acme", map[string]int{"vision": 1}, true)
+	if err := acct.Flush(context.Background()); err != nil { // the same millisecond: written one later
+		t.Fatal(err)
+	}
 	clk.t = clk.t.Add(time.Minute)
-	appendSeries(t, app, "acme", map[string]int{"vision": 4}, true)
+	appendSeries(t, app, "acme", map[string]int{"vision": 3}, true)
 	if err := acct.Stop(context.Background()); err != nil { // the last flush
 		t.Fatal(err)
 	}

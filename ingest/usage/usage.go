@@ -243,6 +243,17 @@ func (a *Accountant) Flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// flushKey marks the context of a flush's writes (Flushing).
+type flushKey struct{}
+
+// Flushing reports whether ctx is an Accountant's flush writing usage
+// series, for a series admission check (per-tenant max active series) that
+// should not refuse weft's own accounting.
+func Flushing(ctx context.Context) bool {
+	v, _ := ctx.Value(flushKey{}).(bool)
+	return v
+}
+
 func (a *Accountant) flushTenant(ctx context.Context, id string, gs []group, t int64) error {
 	type taken struct {
 		c *atomic.Int64
@@ -254,7 +265,7 @@ func (a *Accountant) flushTenant(ctx context.Context, id string, gs []group, t i
 			x.c.Add(x.n)
 		}
 	}
-	app := a.opts.Sink.AppenderV2(tenant.With(ctx, id))
+	app := a.opts.Sink.AppenderV2(context.WithValue(tenant.With(ctx, id), flushKey{}, true))
 	for _, g := range gs {
 		c := a.countsOf(g)
 		for _, m := range []struct {

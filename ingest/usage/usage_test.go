@@ -287,3 +287,27 @@ func TestStartStopFlushesPeriodically(t *testing.T) {
 		t.Errorf("samples %v, want vision/ns-vision 2", got)
 	}
 }
+
+func TestFlushIsMarked(t *testing.T) {
+	var seen []bool
+	sink := markSink{seen: &seen}
+	acct := usage.New(usage.Options{Sink: sink})
+	appendSeries(t, acct.Appendable(nopAppendable{}), "acme", map[string]int{"vision": 1}, true)
+	if err := acct.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || !seen[0] {
+		t.Errorf("flush contexts marked %v, want [true]", seen)
+	}
+	if usage.Flushing(context.Background()) {
+		t.Error("a plain context is marked as a flush")
+	}
+}
+
+// markSink records whether each appender's context is a flush's.
+type markSink struct{ seen *[]bool }
+
+func (m markSink) AppenderV2(ctx context.Context) promstorage.AppenderV2 {
+	*m.seen = append(*m.seen, usage.Flushing(ctx))
+	return nopAppender{}
+}

@@ -115,7 +115,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if role.store {
 		sopts := opts.Storage
-		sopts.AdmitSeries = limits.AdmitSeries
+		sopts.AdmitSeries = func(ctx context.Context, tid string) error {
+			if usage.Flushing(ctx) { // weft's own accounting is not refused (docs/chargeback.md)
+				return nil
+			}
+			return limits.AdmitSeries(ctx, tid)
+		}
 		sopts.Logger = logger.With("component", "storage")
 		sopts.Logs = opts.LogStore
 		sopts.Traces = opts.TraceStore

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/ingest/loki"
+	"github.com/weftdb/weft/ingest/usage"
 	"github.com/weftdb/weft/query/logpattern"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
@@ -80,6 +81,9 @@ type LokiOptions struct {
 	// limits are the per-tenant limits (set by the route table; nil
 	// limits nothing).
 	limits *Limiter
+	// usage counts the accepted log bytes (set by the route table; nil
+	// counts nothing).
+	usage *usage.Accountant
 }
 
 // DefaultLokiOptions returns the defaults documented on LokiOptions.
@@ -168,7 +172,7 @@ func newLokiAPI(store LogStore, engine *logql.Engine, opts LokiOptions) *lokiAPI
 	if opts.admission == nil {
 		opts.admission = newAdmission(0, 0, nil)
 	}
-	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.limits.LogPusher(opts.redact.LogPusher(opts.Broadcaster.Pusher(store))), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
+	return &lokiAPI{store: store, engine: engine, ing: loki.NewIngester(opts.limits.LogPusher(opts.redact.LogPusher(opts.Broadcaster.Pusher(opts.usage.LogPusher(store)))), opts.Ingest), adm: opts.admission, opts: opts, log: opts.Logger, now: opts.Now,
 		counters: newIngestCounters(opts.Registerer)}
 }
 

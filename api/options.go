@@ -15,8 +15,10 @@ import (
 
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/redact"
+	"github.com/weftdb/weft/ingest/usage"
 	"github.com/weftdb/weft/ingest/workload"
 	"github.com/weftdb/weft/query"
+	"github.com/weftdb/weft/query/chargeback"
 	"github.com/weftdb/weft/query/logql"
 )
 
@@ -209,6 +211,13 @@ type Options struct {
 	Tenancy TenancyOptions
 	// Limits are the per-tenant limits (limits.go); nil limits nothing.
 	Limits *Limiter
+	// Usage counts what every ingest path stored, per tenant, team and
+	// namespace, for chargeback (ingest/usage, docs/chargeback.md); nil
+	// counts nothing.
+	Usage *usage.Accountant
+	// UsageDisk reports the stores' bytes on disk by signal for the usage
+	// report's bytes_stored_apportioned; nil reports 0.
+	UsageDisk func(ctx context.Context) (chargeback.Disk, error)
 	// BuildInfo is reported by status/buildinfo.
 	BuildInfo BuildInfo
 	// Flags is reported by status/flags (flag name → value).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlplogs"
+	"github.com/weftdb/weft/ingest/usage"
 	"github.com/weftdb/weft/storage/logstore"
 )
 
@@ -54,6 +55,9 @@ type OTLPLogsOptions struct {
 	// limits are the per-tenant limits (set by the route table; nil
 	// limits nothing).
 	limits *Limiter
+	// usage counts the accepted log bytes (set by the route table; nil
+	// counts nothing).
+	usage *usage.Accountant
 }
 
 // DefaultOTLPLogsOptions returns the documented defaults (docs/logs.md).
@@ -73,6 +77,7 @@ func NewOTLPLogsIngester(p loki.Pusher, opts OTLPLogsOptions) (*otlplogs.Ingeste
 	if opts.Ingester != nil {
 		return opts.Ingester, nil
 	}
+	p = opts.usage.LogPusher(p) // what the store accepted
 	if opts.Broadcaster != nil {
 		p = opts.Broadcaster.Pusher(p)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/weftdb/weft/ingest/otlptraces"
+	"github.com/weftdb/weft/ingest/usage"
 )
 
 // OTLPTracesOptions configure the OTLP traces receiver (HTTP and gRPC).
@@ -39,6 +40,9 @@ type OTLPTracesOptions struct {
 	// limits are the per-tenant limits (set by the route table; nil
 	// limits nothing).
 	limits *Limiter
+	// usage counts the accepted spans (set by the route table; nil counts
+	// nothing).
+	usage *usage.Accountant
 }
 
 // DefaultOTLPTracesOptions returns the documented defaults (docs/traces.md).
@@ -62,7 +66,7 @@ func newTracesSignal(p otlptraces.Pusher, opts OTLPTracesOptions) *otlpSignal {
 		service: "opentelemetry.proto.collector.trace.v1.TraceService",
 		limits:  newOTLPLimits(opts.MaxRequestBytes, opts.RetryAfter, opts.Logger, opts.admission),
 	}
-	ing, err := otlptraces.New(opts.limits.TracePusher(opts.redact.TracePusher(p)), opts.SpanMetrics, opts.Ingest)
+	ing, err := otlptraces.New(opts.limits.TracePusher(opts.redact.TracePusher(opts.usage.TracePusher(p))), opts.SpanMetrics, opts.Ingest)
 	if err != nil {
 		err = fmt.Errorf("otlp traces receiver: %w", err)
 	}

@@ -53,7 +53,10 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
-	opts.Appendable = red.Appendable(opts.Appendable)
+	// Usage accounting next to the stores, after everything that may
+	// refuse or change a write (ingest/usage, usage.go).
+	opts.Appendable = red.Appendable(opts.Usage.Appendable(opts.Appendable))
+	opts.Loki.usage, opts.OTLPLogs.usage, opts.OTLPTraces.usage = opts.Usage, opts.Usage, opts.Usage
 	opts.Loki.redact, opts.OTLPLogs.redact, opts.OTLPTraces.redact = red, red, red
 	// Per-tenant limits before anything else is done with a request
 	// (limits.go).
@@ -103,6 +106,7 @@ func (s *Server) routes(opts Options, instr *instrumentation) ([]route, error) {
 	rs = append(rs, route{pattern: "GET /weft/api/v1/cardinality/churn", name: "/weft/api/v1/cardinality/churn", ready: true,
 		h: &churnHandler{churn: opts.Churn, logger: opts.Logger, now: time.Now}})
 	rs = append(rs, investigateRoutes(opts)...) // context, investigate (investigate.go)
+	rs = append(rs, usageRoutes(opts)...)       // chargeback (usage.go)
 	if opts.Tenancy.Enabled {                   // status/tsdb of the request's tenant (tenancy.go)
 		rs = append(rs, route{pattern: "GET /api/v1/status/tsdb", name: "/api/v1/status/tsdb", ready: true,
 			h: &tenantTSDBStatus{card: opts.Cardinality, next: promAPI, logger: opts.Logger}})

@@ -18,6 +18,7 @@ import (
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/ingest/spanmetrics"
+	"github.com/weftdb/weft/ingest/usage"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
@@ -35,6 +36,9 @@ type App struct {
 	sub    *storage.Substrate // nil for the stateless targets
 	db     *storage.DB
 	logs   *logstore.Store
+	// usage counts ingest for chargeback and writes it into the metric
+	// store (ingest/usage); nil without a store.
+	usage *usage.Accountant
 	// spanMetrics derives metrics from stored spans; nil when disabled.
 	spanMetrics *spanmetrics.Processor
 	tracker     *promql.ActiveQueryTracker
@@ -111,7 +115,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if role.store {
 		sopts := opts.Storage
-		sopts.AdmitSeries = limits.AdmitSeries
+		sopts.AdmitSeries = func(ctx context.Context, tid string) error {
+			if usage.Flushing(ctx) { // weft's own accounting is not refused (docs/chargeback.md)
+				return nil
+			}
+			return limits.AdmitSeries(ctx, tid)
+		}
 		sopts.Logger = logger.With("component", "storage")
 		sopts.Logs = opts.LogStore
 		sopts.Traces = opts.TraceStore
@@ -208,6 +217,17 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.CORSOrigin = opts.CORSOrigin
 	aopts.Tenancy = opts.Tenancy
 	aopts.Limits = limits
+	var acct *usage.Accountant
+	if db != nil { // chargeback: usage series written into the store (docs/chargeback.md)
+		uo := usage.DefaultOptions()
+		uo.Sink, uo.Logger = db, logger.With("component", "usage")
+		if opts.UsageFlushInterval > 0 {
+			uo.Interval = opts.UsageFlushInterval
+		}
+		acct = usage.New(uo)
+		aopts.Usage = acct
+		aopts.UsageDisk = usageDisk(db)
+	}
 	webCfg, err := applySecurity(opts, &aopts) // security.go
 	if err != nil {
 		return nil, err
@@ -271,6 +291,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		db:          db,
 		logs:        logs,
 		spanMetrics: spanMetrics,
+		usage:       acct,
 		tracker:     tracker,
 		api:         srvAPI,
 		rules:       rules,
@@ -363,6 +384,7 @@ func (a *App) Start(ctx context.Context) error {
 		})
 	}
 	a.rules.start()
+	a.usage.Start()
 	if err := a.role.run(ctx, a.api.SetReady); err != nil {
 		return fmt.Errorf("start %s: %w", a.role.target, err)
 	}
@@ -439,6 +461,9 @@ func (a *App) Stop(ctx context.Context) error {
 			if err := a.spanMetrics.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("close span metrics: %w", err))
 			}
+		}
+		if err := a.usage.Stop(ctx); err != nil { // after the receivers, before the metric store
+			errs = append(errs, fmt.Errorf("flush usage: %w", err))
 		}
 		a.role.close() // an ingester stops consuming before its store flushes
 		if a.sub != nil {

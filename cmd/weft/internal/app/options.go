@@ -65,6 +65,10 @@ type Options struct {
 	// DisableSpanMetrics turns them off.
 	SpanMetrics        spanmetrics.Options
 	DisableSpanMetrics bool
+	// UsageFlushInterval is how often the chargeback accounting is written
+	// into the metric store (docs/chargeback.md); 0 takes
+	// usage.DefaultInterval.
+	UsageFlushInterval time.Duration
 	// Loki configures the Loki HTTP API (push limits, query defaults).
 	Loki api.LokiOptions
 	// LogQL configures the LogQL engine (limits, timeout).

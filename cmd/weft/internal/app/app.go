@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
@@ -115,11 +116,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if role.store {
 		sopts := opts.Storage
-		sopts.AdmitSeries = func(ctx context.Context, tid string) error {
+		sopts.AdmitSeries = func(ctx context.Context, tid string, ls labels.Labels) error {
 			if usage.Flushing(ctx) { // weft's own accounting is not refused (docs/chargeback.md)
 				return nil
 			}
-			return limits.AdmitSeries(ctx, tid)
+			return limits.AdmitSeries(ctx, tid, ls)
 		}
 		sopts.Logger = logger.With("component", "storage")
 		sopts.Logs = opts.LogStore

@@ -145,6 +145,13 @@ func newSubstrateServer(t *testing.T, edit func(*api.Options)) (*httptest.Server
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Close() })
+	srv, s := newServerOver(t, sub, edit)
+	return srv, s, sub
+}
+
+// newServerOver serves the API over sub's stores.
+func newServerOver(t *testing.T, sub *storage.Substrate, edit func(*api.Options)) (*httptest.Server, *api.Server) {
+	t.Helper()
 	opts := api.DefaultOptions()
 	opts.Storage, opts.Appendable = sub.Metrics(), sub.Metrics()
 	opts.Engine = query.NewEngine(query.DefaultEngineOptions())
@@ -161,5 +168,5 @@ func newSubstrateServer(t *testing.T, edit func(*api.Options)) (*httptest.Server
 	s.SetReady(true)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return srv, s, sub
+	return srv, s
 }

@@ -93,14 +93,16 @@ func (n *notifier) stop() {
 // generatorURL, which opens the rule's expression in weft's query API
 // (/api/v1/query for PromQL, /loki/api/v1/query for LogQL), and, with an
 // explainer, the alerts handed to the Investigator and the opted-in ones'
-// probable cause in their annotations (investigate.go).
+// probable cause in their annotations (investigate.go). With
+// multi-tenancy on, each alert carries its rule's tenant (the context's) in
+// AlertTenantLabel (tenants.go).
 func (n *notifier) notifyFunc(external *url.URL, ex *explainer) rules.NotifyFunc {
 	base := strings.TrimSuffix(external.String(), "/")
 	return func(ctx context.Context, expr string, alerts ...*rules.Alert) {
 		if len(alerts) == 0 {
 			return
 		}
-		lang := contextLanguage(ctx)
+		lang, id := contextLanguage(ctx), contextTenant(ctx)
 		gen := generatorURL(base, lang, expr)
 		anns := make([]labels.Labels, len(alerts))
 		for i, a := range alerts {
@@ -113,7 +115,7 @@ func (n *notifier) notifyFunc(external *url.URL, ex *explainer) rules.NotifyFunc
 		for i, a := range alerts {
 			na := &promnotifier.Alert{
 				StartsAt:     a.FiredAt,
-				Labels:       a.Labels,
+				Labels:       withAlertTenant(a.Labels, id),
 				Annotations:  anns[i],
 				GeneratorURL: gen,
 			}

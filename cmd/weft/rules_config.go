@@ -34,6 +34,10 @@ type rulesFileConfig struct {
 	// LogQLRuleFiles are globs of rule files whose expressions are LogQL
 	// (Loki ruler files).
 	LogQLRuleFiles []string `yaml:"logql_rule_files"`
+	// TenantRuleFiles are the rule files of tenants other than the
+	// anonymous one (whose are RuleFiles and LogQLRuleFiles), by tenant ID;
+	// they need -multi-tenant (docs/tenancy.md, "Rules and alerts").
+	TenantRuleFiles map[string]tenantRuleFiles `yaml:"tenant_rule_files"`
 	// ExternalLabels are added to every alert sent to Alertmanager.
 	ExternalLabels map[string]string `yaml:"external_labels"`
 	// Alerting is Prometheus' alerting block: alertmanagers and
@@ -43,6 +47,12 @@ type rulesFileConfig struct {
 		EvaluationInterval *duration `yaml:"evaluation_interval"`
 		QueryOffset        *duration `yaml:"query_offset"`
 	} `yaml:"rules"`
+}
+
+// tenantRuleFiles are one tenant's rule files in tenant_rule_files.
+type tenantRuleFiles struct {
+	RuleFiles      []string `yaml:"rule_files"`
+	LogQLRuleFiles []string `yaml:"logql_rule_files"`
 }
 
 // ruleFlags are the -rules.* and -alertmanager.* flags.
@@ -101,6 +111,12 @@ func (rf *ruleFlags) rulesConfig(fc *rulesFileConfig, dir string, set map[string
 		}
 		cfg.RuleFiles = rel(fc.RuleFiles)
 		cfg.LogQLRuleFiles = rel(fc.LogQLRuleFiles)
+		for id, tr := range fc.TenantRuleFiles {
+			if cfg.Tenants == nil {
+				cfg.Tenants = map[string]ruler.TenantRules{}
+			}
+			cfg.Tenants[id] = ruler.TenantRules{RuleFiles: rel(tr.RuleFiles), LogQLRuleFiles: rel(tr.LogQLRuleFiles)}
+		}
 		if !set["rules.evaluation-interval"] && fc.Rules.EvaluationInterval != nil {
 			cfg.EvaluationInterval = time.Duration(*fc.Rules.EvaluationInterval)
 		}

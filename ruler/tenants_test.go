@@ -1,0 +1,137 @@
+package ruler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/timestamp"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/index/tenant"
+)
+
+// TestTenantRuleFilesRefused: tenant rule files are refused, with the
+// reason, without multi-tenancy, for an invalid tenant ID and when a file
+// belongs to two tenants; the rules applied before keep running.
+func TestTenantRuleFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "live.yml", liveRules)
+	g := writeFile(t, dir, "other.yml", liveRules)
+	for _, c := range []struct {
+		name        string
+		multiTenant bool
+		cfg         Config
+		want        string
+	}{
+		{"no multi-tenancy", false, Config{Tenants: map[string]TenantRules{"a": {RuleFiles: []string{f}}}}, `rule files of tenant "a" need multi-tenancy`},
+		{"invalid tenant", true, Config{Tenants: map[string]TenantRules{"a/b": {RuleFiles: []string{f}}}}, "invalid tenant ID"},
+		{"file of two tenants", true, Config{Tenants: map[string]TenantRules{"a": {RuleFiles: []string{f}}, "b": {RuleFiles: []string{f}}}}, `rule file of tenants "a" and "b"`},
+		{"file of anonymous and a tenant", true, Config{RuleFiles: []string{f}, Tenants: map[string]TenantRules{"a": {RuleFiles: []string{filepath.Join(dir, "*.yml")}}}}, `rule file of tenants "anonymous" and "a"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openStore(t, filepath.Join(dir, "data-"+strings.ReplaceAll(c.name, " ", "-")))
+			r := s.newRuler(t, Options{MultiTenant: c.multiTenant})
+			if err := r.ApplyConfig(Config{RuleFiles: []string{g}}); err != nil {
+				t.Fatal(err)
+			}
+			err := r.ApplyConfig(c.cfg)
+			if !errors.Is(err, ErrInvalidRules) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("ApplyConfig = %v, want ErrInvalidRules containing %q", err, c.want)
+			}
+			if gs := r.RuleGroups(); len(gs) != 1 || gs[0].File() != g {
+				t.Errorf("after a refused config the rules are %v, want those of %s", gs, g)
+			}
+		})
+	}
+}
+
+// TestRecordingRulesPerTenantProperty: for a random number of tenants with
+// random data under equal label sets, each running the same recording rule
+// file, every tenant's recorded series holds the sum of its own data only,
+// and a tenant's view of the rule groups holds only its own group.
+func TestRecordingRulesPerTenantProperty(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("seed %d", seed)
+	dir := t.TempDir()
+	s := openStore(t, filepath.Join(dir, "data"))
+	r := s.newRuler(t, Options{MultiTenant: true})
+	n := 2 + rng.IntN(4)
+	cfg := Config{Tenants: map[string]TenantRules{}}
+	want := map[string]float64{}
+	now := timestamp.FromTime(time.Now())
+	for i := range n {
+		id := fmt.Sprintf("t%d", i)
+		a := s.db.AppenderV2(tenant.With(context.Background(), id))
+		for j := range 1 + rng.IntN(5) {
+			v := float64(rng.IntN(1000))
+			want[id] += v
+			if _, err := a.Append(0, labels.FromStrings("__name__", "work", "job", "trainer", "shard", fmt.Sprint(j)), 0, now, v, nil, nil, promstorage.AOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Tenants[id] = TenantRules{RuleFiles: []string{writeFile(t, dir, id+".yml", `
+groups:
+  - name: work
+    interval: 100ms
+    rules:
+      - record: job:work:sum
+        expr: sum by (job) (work)
+`)}}
+	}
+	if err := r.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	for id, sum := range want {
+		ctx := tenant.With(context.Background(), id)
+		waitFor(t, 10*time.Second, "the recorded sum of "+id, func() bool {
+			vs := tenantValues(t, ctx, s, "job:work:sum")
+			return len(vs) == 1 && vs[0] == sum
+		})
+		if gs := r.VisibleRuleGroups(ctx); len(gs) != 1 || gs[0].File() != filepath.Join(dir, id+".yml") {
+			t.Errorf("groups visible to %s: %v", id, gs)
+		}
+	}
+	if gs := r.VisibleRuleGroups(tenant.With(context.Background(), tenant.Anonymous)); len(gs) != 0 {
+		t.Errorf("the anonymous tenant sees %d groups, want none", len(gs))
+	}
+	if gs := r.RuleGroups(); len(gs) != n {
+		t.Errorf("RuleGroups (every tenant) = %d groups, want %d", len(gs), n)
+	}
+}
+
+// tenantValues returns the newest value of each series named name that a
+// reader acting with ctx sees.
+func tenantValues(t *testing.T, ctx context.Context, s *store, name string) []float64 {
+	t.Helper()
+	q, err := s.db.Querier(0, timestamp.FromTime(time.Now().Add(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, name))
+	var out []float64
+	for ss.Next() {
+		it := ss.At().Iterator(nil)
+		var v float64
+		for it.Next() != 0 {
+			_, v = it.At()
+		}
+		out = append(out, v)
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

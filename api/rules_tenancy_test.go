@@ -123,7 +123,7 @@ func (am *tenantAlertmanager) sent(name string) []string {
 // rule's output and the ALERTS series land in their own tenant, the alerts
 // reach Alertmanager labelled with their tenant, and every read API (the
 // Prometheus rules and alerts, the Loki ruler's, incidents, the
-// investigation's context) answers each tenant only its own; naming both
+// investigation and its context) answers each tenant only its own; naming both
 // tenants reads both only with federation on.
 func TestRulesPerTenant(t *testing.T) {
 	ctx := context.Background()
@@ -341,6 +341,17 @@ func TestRulesPerTenant(t *testing.T) {
 			}
 			if got := strings.Contains(string(body), `"n1"`); got != want {
 				t.Errorf("context of a's series as %s: %s; want it found=%v", org, body, want)
+			}
+			code, body = get(org, "/weft/api/v1/investigate", url.Values{"selector": {`{secret="a"}`}})
+			var rep struct {
+				Data struct {
+					Scope struct {
+						Series int `json:"series"`
+					} `json:"scope"`
+				} `json:"data"`
+			}
+			if code != http.StatusOK || json.Unmarshal(body, &rep) != nil || (rep.Data.Scope.Series > 0) != want {
+				t.Errorf("investigation of a's series as %s: %d %s; want series found=%v", org, code, body, want)
 			}
 		}
 	})

@@ -207,6 +207,10 @@ func (r *Ruler) Config() Config {
 // Start starts evaluating the rules (those applied so far and those applied
 // later) and sending alerts. Call it once the storage is ready.
 func (r *Ruler) Start() {
+	// Under mu: ApplyConfig runs the managers it adds once started, and
+	// each manager must run once.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.state.CompareAndSwap(0, 1) {
 		return
 	}

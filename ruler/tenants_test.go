@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/rules"
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/index/tenant"
@@ -134,4 +135,87 @@ func tenantValues(t *testing.T, ctx context.Context, s *store, name string) []fl
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestAlertStatePerTenantSurvivesRestart: the `for` state of a tenant's
+// alert is restored from that tenant's ALERTS_FOR_STATE only. Tenant a's
+// alert fires before a restart; after it, b's data makes b's alert (equal
+// labels, same rule file content) active for the first time: a's alert
+// keeps its activeAt, b's starts anew instead of taking a's.
+func TestAlertStatePerTenantSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	const hold = `
+groups:
+  - name: hold
+    interval: 200ms
+    rules:
+      - alert: Down
+        expr: up == 0
+        for: 1s
+`
+	files := Config{Tenants: map[string]TenantRules{
+		"a": {RuleFiles: []string{writeFile(t, dir, "a.yml", hold)}},
+		"b": {RuleFiles: []string{writeFile(t, dir, "b.yml", hold)}},
+	}}
+	up := labels.FromStrings("__name__", "up", "job", "api", "instance", "x")
+	opts := DefaultOptions()
+	opts.ForGracePeriod, opts.MultiTenant = time.Second, true
+	appendAs := func(s *store, id string, v float64) {
+		t.Helper()
+		a := s.db.AppenderV2(tenant.With(context.Background(), id))
+		if _, err := a.Append(0, up, 0, timestamp.FromTime(time.Now()), v, nil, nil, promstorage.AOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	activeAt := func(r *Ruler, id string) (time.Time, bool) {
+		for _, ar := range AlertingRulesOf(r.VisibleRuleGroups(tenant.With(context.Background(), id))) {
+			for _, a := range ar.ActiveAlerts() {
+				return a.ActiveAt, a.State == rules.StateFiring
+			}
+		}
+		return time.Time{}, false
+	}
+
+	s := openStore(t, data)
+	appendAs(s, "a", 0)
+	appendAs(s, "b", 1)
+	r := s.newRuler(t, opts)
+	if err := r.ApplyConfig(files); err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	var before time.Time
+	waitFor(t, 20*time.Second, "a's alert to fire", func() bool {
+		at, firing := activeAt(r, "a")
+		before = at
+		return firing
+	})
+	if at, _ := activeAt(r, "b"); !at.IsZero() {
+		t.Fatalf("b's alert is active (since %s) on b's healthy data", at)
+	}
+	r.Stop()
+	s.close(t)
+
+	time.Sleep(1200 * time.Millisecond)
+	restart := time.Now()
+	s = openStore(t, data)
+	appendAs(s, "a", 0)
+	appendAs(s, "b", 0)
+	r = s.newRuler(t, opts)
+	if err := r.ApplyConfig(files); err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	waitFor(t, 20*time.Second, "a's alert restored and b's active", func() bool {
+		a, firing := activeAt(r, "a")
+		b, _ := activeAt(r, "b")
+		return firing && a.Equal(before.Truncate(time.Second)) && !b.IsZero()
+	})
+	if b, _ := activeAt(r, "b"); b.Before(restart) {
+		t.Errorf("b's alert is active since %s, before the restart at %s: restored from a's state", b, restart)
+	}
 }

@@ -67,6 +67,12 @@ type Options struct {
 	// its alerts carry AlertTenantLabel. Default false: one anonymous
 	// tenant whose rules see everything, and Config.Tenants is refused.
 	MultiTenant bool
+	// AlertmanagerTenantHeader sends each tenant's alerts with
+	// X-Scope-OrgID: <tenant>, for a multi-tenant Alertmanager (Mimir's,
+	// at its path_prefix, /alertmanager); each tenant then has a notifier
+	// (queue, batches) of its own. Needs MultiTenant. Default false: every
+	// tenant's alerts go out together, told apart by AlertTenantLabel.
+	AlertmanagerTenantHeader bool
 
 	// ExternalURL is weft's address as users reach it: the base of every
 	// alert's generatorURL and the templates' $externalURL. Default

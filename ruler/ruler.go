@@ -57,6 +57,11 @@ type Ruler struct {
 	// ApplyConfig that gives it rules on. The map is replaced, never
 	// changed, under mu, and read without it.
 	managers atomic.Pointer[map[string]*rules.Manager]
+	// tenantNotifiers are the notifiers of tenants other than the
+	// anonymous one with Options.AlertmanagerTenantHeader (tenants.go);
+	// added under mu and nmu, read under nmu.
+	nmu             sync.RWMutex
+	tenantNotifiers map[string]*notifier
 
 	// cfg is the applied Config; queryOffset is its QueryOffset, read by
 	// the managers on every evaluation.
@@ -76,6 +81,9 @@ func New(opts Options) (*Ruler, error) {
 	if opts.Appendable == nil || opts.Queryable == nil || opts.Engine == nil {
 		return nil, errors.New("ruler: Options.Appendable, Queryable and Engine are required")
 	}
+	if opts.AlertmanagerTenantHeader && !opts.MultiTenant {
+		return nil, errors.New("ruler: Options.AlertmanagerTenantHeader needs MultiTenant")
+	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Ruler{
@@ -94,7 +102,7 @@ func New(opts Options) (*Ruler, error) {
 	r.notifier = n
 	r.managerOpts = rules.ManagerOptions{
 		NameValidationScheme:   model.UTF8Validation,
-		NotifyFunc:             n.notifyFunc(opts.ExternalURL, newExplainer(opts)),
+		NotifyFunc:             notifyFunc(opts.ExternalURL, newExplainer(opts), r.send),
 		Metrics:                rules.NewGroupMetrics(opts.Registerer),
 		DefaultRuleQueryOffset: func() time.Duration { return time.Duration(r.queryOffset.Load()) },
 		Parser:                 query.NewParser(),
@@ -136,7 +144,7 @@ func (r *Ruler) ApplyConfig(cfg Config) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%w (previous rules keep running):\n%w", ErrInvalidRules, errors.Join(errs...))
 	}
-	if err := r.notifier.applyConfig(cfg); err != nil {
+	if err := r.applyAlerting(cfg, tf); err != nil {
 		return fmt.Errorf("apply alerting config: %w", err)
 	}
 	r.loader.lang = tf.lang
@@ -215,6 +223,11 @@ func (r *Ruler) Start() {
 		return
 	}
 	r.notifier.start(&r.wg)
+	r.nmu.RLock()
+	for _, n := range r.tenantNotifiers {
+		n.start(&r.wg)
+	}
+	r.nmu.RUnlock()
 	for _, m := range *r.managers.Load() {
 		r.wg.Go(m.Run)
 	}
@@ -244,6 +257,11 @@ func (r *Ruler) Stop() {
 		m.Stop()
 	}
 	r.notifier.stop()
+	r.nmu.RLock()
+	for _, n := range r.tenantNotifiers {
+		n.stop()
+	}
+	r.nmu.RUnlock()
 	r.wg.Wait()
 }
 

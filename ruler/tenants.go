@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
+	promnotifier "github.com/prometheus/prometheus/notifier"
 	"github.com/prometheus/prometheus/rules"
 
 	"github.com/weftdb/weft/index/tenant"
@@ -202,3 +203,63 @@ func withAlertTenant(ls labels.Labels, id string) labels.Labels {
 
 // anonymousManager is the anonymous tenant's manager (there always is one).
 func (r *Ruler) anonymousManager() *rules.Manager { return (*r.managers.Load())[tenant.Anonymous] }
+
+// applyAlerting points the notifiers at cfg's Alertmanagers: the
+// anonymous tenant's, and with Options.AlertmanagerTenantHeader one per
+// tenant with rules, each sending its tenant in X-Scope-OrgID. Called by
+// ApplyConfig under mu.
+func (r *Ruler) applyAlerting(cfg Config, tf tenantFiles) error {
+	if !r.opts.AlertmanagerTenantHeader {
+		return r.notifier.applyConfig(cfg, "")
+	}
+	if err := r.notifier.applyConfig(cfg, tenant.Anonymous); err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(tf.files)) {
+		if id == tenant.Anonymous {
+			continue
+		}
+		r.nmu.RLock()
+		n := r.tenantNotifiers[id]
+		r.nmu.RUnlock()
+		if n == nil {
+			o := r.opts
+			o.Registerer = nil // the anonymous tenant's notifier has the metrics
+			o.Logger = r.opts.Logger.With("tenant", id)
+			var err error
+			if n, err = newNotifier(o); err != nil {
+				return err
+			}
+			if err := n.applyConfig(cfg, id); err != nil {
+				n.cancel()
+				return err
+			}
+			if r.state.Load() == 1 {
+				n.start(&r.wg)
+			}
+			r.nmu.Lock()
+			if r.tenantNotifiers == nil {
+				r.tenantNotifiers = map[string]*notifier{}
+			}
+			r.tenantNotifiers[id] = n
+			r.nmu.Unlock()
+			continue
+		}
+		if err := n.applyConfig(cfg, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send queues alerts of tenant id ("" with multi-tenancy off) for
+// Alertmanager: on the tenant's own notifier where it has one.
+func (r *Ruler) send(id string, alerts ...*promnotifier.Alert) {
+	r.nmu.RLock()
+	n := r.tenantNotifiers[id]
+	r.nmu.RUnlock()
+	if n == nil {
+		n = r.notifier
+	}
+	n.mgr.Send(alerts...)
+}

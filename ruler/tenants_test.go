@@ -2,20 +2,30 @@ package ruler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/discovery/targetgroup"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/rules"
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/index/tenant"
+	"github.com/weftdb/weft/storage"
 )
 
 // TestTenantRuleFilesRefused: tenant rule files are refused, with the
@@ -217,5 +227,83 @@ groups:
 	})
 	if b, _ := activeAt(r, "b"); b.Before(restart) {
 		t.Errorf("b's alert is active since %s, before the restart at %s: restored from a's state", b, restart)
+	}
+}
+
+// TestAlertsCarryTenantHeader: with AlertmanagerTenantHeader, each
+// tenant's alerts reach Alertmanager in requests with X-Scope-OrgID: the
+// tenant (the anonymous tenant's too), and labelled with it; the option
+// needs multi-tenancy.
+func TestAlertsCarryTenantHeader(t *testing.T) {
+	if _, err := New(Options{Appendable: &storage.DB{}, Queryable: &storage.DB{}, Engine: serverEngine(), AlertmanagerTenantHeader: true}); err == nil {
+		t.Error("AlertmanagerTenantHeader without MultiTenant was accepted")
+	}
+	dir := t.TempDir()
+	s := openStore(t, filepath.Join(dir, "data"))
+	var mu sync.Mutex
+	got := map[string]map[string]bool{} // X-Scope-OrgID → tenant labels
+	amSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var as []amAlert
+		if err := json.NewDecoder(r.Body).Decode(&as); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		org := r.Header.Get(OrgIDHeader)
+		if got[org] == nil {
+			got[org] = map[string]bool{}
+		}
+		for _, a := range as {
+			got[org][a.Labels[AlertTenantLabel]] = true
+		}
+	}))
+	t.Cleanup(amSrv.Close)
+	u, _ := url.Parse(amSrv.URL)
+	am := config.DefaultAlertmanagerConfig
+	am.ServiceDiscoveryConfigs = discovery.Configs{discovery.StaticConfig{
+		&targetgroup.Group{Targets: []model.LabelSet{{model.AddressLabel: model.LabelValue(u.Host)}}, Source: "test"},
+	}}
+	opts := DefaultOptions()
+	opts.MultiTenant, opts.AlertmanagerTenantHeader = true, true
+	opts.DiscoveryUpdate, opts.ResendDelay = 50*time.Millisecond, 100*time.Millisecond
+	r := s.newRuler(t, opts)
+	const down = `
+groups:
+  - name: down
+    interval: 100ms
+    rules:
+      - alert: Down
+        expr: up == 0
+`
+	cfg := Config{RuleFiles: []string{writeFile(t, dir, "anon.yml", down)}, Tenants: map[string]TenantRules{}, Alerting: config.AlertingConfig{AlertmanagerConfigs: config.AlertmanagerConfigs{&am}}}
+	for _, id := range []string{tenant.Anonymous, "a", "b"} {
+		a := s.db.AppenderV2(tenant.With(context.Background(), id))
+		if _, err := a.Append(0, labels.FromStrings("__name__", "up", "job", "j"), 0, timestamp.FromTime(time.Now()), 0, nil, nil, promstorage.AOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if id != tenant.Anonymous {
+			cfg.Tenants[id] = TenantRules{RuleFiles: []string{writeFile(t, dir, id+".yml", down)}}
+		}
+	}
+	if err := r.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	waitFor(t, 20*time.Second, "every tenant's alert", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 3
+	})
+	r.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range []string{tenant.Anonymous, "a", "b"} {
+		if len(got[id]) != 1 || !got[id][id] {
+			t.Errorf("requests with %s: %s carry alerts of tenants %v, want only %s's", OrgIDHeader, id, got[id], id)
+		}
 	}
 }

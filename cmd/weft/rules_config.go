@@ -65,6 +65,7 @@ type ruleFlags struct {
 	queueCapacity                    *int
 	investigateTimeout               durationFlag
 	investigationsPerEval            *int
+	tenantHeader                     *bool
 }
 
 func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
@@ -90,6 +91,7 @@ func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
 	fs.Var(&rf.amTimeout, "alertmanager.timeout", "timeout of each request to an -alertmanager.url")
 	rf.queueCapacity = fs.Int("alertmanager.notification-queue-capacity", d.NotificationQueueCapacity, "alerts queued for Alertmanager before the oldest are dropped")
 	fs.Var(&rf.investigateTimeout, "rules.alert.investigate-timeout", "bound of one investigation of an alert that opts in with weft_investigate: \"true\"")
+	rf.tenantHeader = fs.Bool("alertmanager.tenant-header", false, "with -multi-tenant, send each tenant's alerts with X-Scope-OrgID: <tenant>, for a multi-tenant Alertmanager such as Mimir's (docs/tenancy.md)")
 	rf.investigationsPerEval = fs.Int("rules.alert.max-investigations-per-eval", d.MaxInvestigationsPerEval, "investigations one rule's evaluation waits for; other alerts are investigated at their next resends")
 	return rf
 }
@@ -240,6 +242,10 @@ func (rf *ruleFlags) applyRules(opts *app.Options, configFile string, fc *rulesF
 	}
 	ro.Ruler.InvestigateTimeout = time.Duration(rf.investigateTimeout)
 	ro.Ruler.MaxInvestigationsPerEval = *rf.investigationsPerEval
+	if *rf.tenantHeader && !opts.Tenancy.Enabled {
+		return fmt.Errorf("-alertmanager.tenant-header needs -multi-tenant")
+	}
+	ro.Ruler.AlertmanagerTenantHeader = *rf.tenantHeader
 	if *rf.externalURL != "" {
 		u, err := url.Parse(*rf.externalURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {

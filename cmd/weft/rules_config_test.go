@@ -163,9 +163,15 @@ tenant_rule_files:
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	opts, err := parseFlags([]string{"-config", cfg, "-multi-tenant"}, &stderr)
+	opts, err := parseFlags([]string{"-config", cfg, "-multi-tenant", "-alertmanager.tenant-header"}, &stderr)
 	if err != nil {
 		t.Fatal(err, stderr.String())
+	}
+	if !opts.Rules.Ruler.AlertmanagerTenantHeader {
+		t.Error("-alertmanager.tenant-header not applied")
+	}
+	if _, err := parseFlags([]string{"-alertmanager.tenant-header"}, &stderr); err == nil || !strings.Contains(err.Error(), "needs -multi-tenant") {
+		t.Errorf("-alertmanager.tenant-header without -multi-tenant: %v", err)
 	}
 	c := opts.Rules.Config
 	if got := strings.Join(c.RuleFiles, ","); got != filepath.Join(dir, "anon.yml") {

@@ -10,19 +10,23 @@ import (
 
 	"github.com/prometheus/prometheus/rules"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
+
+	"github.com/weftdb/weft/ruler"
 )
 
 // RuleReader is what the rules and alerts endpoints read: the loaded rule
-// groups, PromQL and LogQL, and the Alertmanagers alerts go to.
-// ruler.Ruler implements it. Safe for concurrent use.
+// groups, PromQL and LogQL, of the tenants a request acts as, and the
+// Alertmanagers alerts go to. ruler.Ruler implements it. Safe for
+// concurrent use.
 type RuleReader interface {
-	// RuleGroups and AlertingRules are Prometheus' v1.RulesRetriever:
-	// every group (by file, then name) and every alerting rule.
-	RuleGroups() []*rules.Group
-	AlertingRules() []*rules.AlertingRule
-	// LogQLRuleGroups are the groups whose expressions are LogQL, which
-	// the Loki ruler endpoints list.
-	LogQLRuleGroups() []*rules.Group
+	// VisibleRuleGroups returns the groups (by file, then name) of the
+	// tenants ctx acts as (package index/tenant): the request's tenant's,
+	// several for a federated request, every group when ctx is not
+	// restricted (multi-tenancy off).
+	VisibleRuleGroups(ctx context.Context) []*rules.Group
+	// VisibleLogQLRuleGroups are those of them whose expressions are
+	// LogQL, which the Loki ruler endpoints list.
+	VisibleLogQLRuleGroups(ctx context.Context) []*rules.Group
 	// Alertmanagers and DroppedAlertmanagers are Prometheus'
 	// v1.AlertmanagerRetriever.
 	Alertmanagers() []*url.URL
@@ -39,12 +43,25 @@ type ReloadFunc func(ctx context.Context) error
 var ErrInvalidConfig = errors.New("invalid configuration")
 
 // rulesRetriever is what Prometheus' API reads for /api/v1/rules and
-// /api/v1/alerts: the configured RuleReader, or no rules.
+// /api/v1/alerts: the rules of the request's tenants, or no rules.
 func rulesRetriever(rr RuleReader) func(context.Context) v1.RulesRetriever {
 	if rr == nil {
 		return func(context.Context) v1.RulesRetriever { return noRules{} }
 	}
-	return func(context.Context) v1.RulesRetriever { return rr }
+	return func(ctx context.Context) v1.RulesRetriever { return visibleRules{rr: rr, ctx: ctx} }
+}
+
+// visibleRules is a v1.RulesRetriever over the groups of the tenants ctx
+// acts as.
+type visibleRules struct {
+	rr  RuleReader
+	ctx context.Context
+}
+
+func (v visibleRules) RuleGroups() []*rules.Group { return v.rr.VisibleRuleGroups(v.ctx) }
+
+func (v visibleRules) AlertingRules() []*rules.AlertingRule {
+	return ruler.AlertingRulesOf(v.RuleGroups())
 }
 
 // alertmanagerRetriever is what /api/v1/alertmanagers reads.

@@ -41,11 +41,12 @@ type lokiRules struct {
 	logger *slog.Logger
 }
 
-func (lr *lokiRules) groups() []*rules.Group {
+// groups returns the LogQL groups of the tenants r acts as.
+func (lr *lokiRules) groups(r *http.Request) []*rules.Group {
 	if lr.rules == nil {
 		return nil
 	}
-	return lr.rules.LogQLRuleGroups()
+	return lr.rules.VisibleLogQLRuleGroups(r.Context())
 }
 
 // lokiEnvelope is the Loki ruler's response envelope.
@@ -166,7 +167,7 @@ func (lr *lokiRules) promRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := lokiRuleDiscovery{Groups: []lokiRuleGroup{}}
-	for _, g := range lr.groups() {
+	for _, g := range lr.groups(r) {
 		if len(f.groups) > 0 && !f.groups[g.Name()] || len(f.files) > 0 && !f.files[g.File()] {
 			continue
 		}
@@ -243,9 +244,9 @@ func lokiAlerts(as []*rules.Alert) []lokiAlert {
 	return out
 }
 
-func (lr *lokiRules) promAlerts(w http.ResponseWriter, _ *http.Request) {
+func (lr *lokiRules) promAlerts(w http.ResponseWriter, r *http.Request) {
 	alerts := []lokiAlert{}
-	for _, g := range lr.groups() {
+	for _, g := range lr.groups(r) {
 		for _, rule := range g.Rules() {
 			if ar, ok := rule.(*rules.AlertingRule); ok {
 				alerts = append(alerts, lokiAlerts(ar.ActiveAlerts())...)
@@ -298,9 +299,9 @@ func (lr *lokiRules) respondYAML(w http.ResponseWriter, v any) {
 }
 
 // listRules answers every LogQL rule group as YAML by namespace (file).
-func (lr *lokiRules) listRules(w http.ResponseWriter, _ *http.Request) {
+func (lr *lokiRules) listRules(w http.ResponseWriter, r *http.Request) {
 	out := map[string][]rulefmt.RuleGroup{}
-	for _, g := range lr.groups() {
+	for _, g := range lr.groups(r) {
 		out[g.File()] = append(out[g.File()], ruleGroupYAML(g))
 	}
 	if len(out) == 0 {
@@ -314,7 +315,7 @@ func (lr *lokiRules) listRules(w http.ResponseWriter, _ *http.Request) {
 func (lr *lokiRules) namespaceRules(w http.ResponseWriter, r *http.Request) {
 	ns := r.PathValue("namespace")
 	var out []rulefmt.RuleGroup
-	for _, g := range lr.groups() {
+	for _, g := range lr.groups(r) {
 		if g.File() == ns {
 			out = append(out, ruleGroupYAML(g))
 		}

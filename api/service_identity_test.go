@@ -155,6 +155,13 @@ func newSubstrateServerWith(t *testing.T, sedit func(*storage.Options), edit fun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Close() })
+	srv, s := newServerOver(t, sub, edit)
+	return srv, s, sub
+}
+
+// newServerOver serves the API over sub's stores.
+func newServerOver(t *testing.T, sub *storage.Substrate, edit func(*api.Options)) (*httptest.Server, *api.Server) {
+	t.Helper()
 	opts := api.DefaultOptions()
 	opts.Storage, opts.Appendable = sub.Metrics(), sub.Metrics()
 	opts.Engine = query.NewEngine(query.DefaultEngineOptions())
@@ -171,5 +178,5 @@ func newSubstrateServerWith(t *testing.T, sedit func(*storage.Options), edit fun
 	s.SetReady(true)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return srv, s, sub
+	return srv, s
 }

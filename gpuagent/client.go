@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/weftdb/weft/internal/tenantid"
 )
 
 // Timeouts of one push; a push that takes longer is retried.
@@ -70,27 +72,13 @@ func (o *ClientOptions) validate() error {
 	return nil
 }
 
-// maxTenantIDLength and the characters below are the tenant ID rules of
-// Mimir, Loki and Tempo (dskit's ValidTenantID), so weft and its peers
-// accept the same IDs.
-const maxTenantIDLength = 150
-
+// validTenantID accepts no tenant (the header is not sent) or an ID by the
+// rule weft and its peers share (internal/tenantid).
 func validTenantID(id string) error {
 	if id == "" {
 		return nil
 	}
-	if len(id) > maxTenantIDLength {
-		return fmt.Errorf("tenant ID is too long: max %d characters", maxTenantIDLength)
-	}
-	if id == "." || id == ".." {
-		return fmt.Errorf("tenant ID %q is not allowed", id)
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!-_.*'()", c)) {
-			return fmt.Errorf("tenant ID '%s' contains unsupported character '%c'", id, c)
-		}
-	}
-	return nil
+	return tenantid.Validate(id)
 }
 
 // newPushTransport returns the round tripper both pushers share: TLS as

@@ -15,8 +15,14 @@
 // LogQL groups to query/logql. Their results and alert series land in the
 // metric store like any other rule's.
 //
+// Rule groups belong to tenants (docs/tenancy.md, "Rules and alerts"):
+// each tenant's run in a rules manager of its own whose context acts as
+// that tenant, so they read and write only its data, and the read side
+// (VisibleRuleGroups) shows a request only its tenants' groups.
+//
 // Files: ruler.go (the Ruler: New, ApplyConfig, Start, Stop, the
-// retrievers the HTTP API reads), options.go (Options, Config), loader.go
+// retrievers the HTTP API reads), tenants.go (rule files and managers per
+// tenant, the tenant of alerts), options.go (Options, Config), loader.go
 // (the group loader and languages), logql.go (the LogQL adapter and query
 // function), notify.go (notifier and Alertmanager discovery),
 // investigate.go (firing alerts handed to an Investigator, kept as

@@ -19,7 +19,9 @@ import (
 // and for the alerts whose rule opts in it investigates and answers the
 // top-ranked cause, which the notification then carries. Implementations
 // are safe for concurrent use and honour ctx, which bounds one call
-// (Options.InvestigateTimeout).
+// (Options.InvestigateTimeout) and, with multi-tenancy on, acts as the
+// alert's tenant (package index/tenant): what the Investigator keeps and
+// reads with it is that tenant's.
 type Investigator interface {
 	AlertFiring(ctx context.Context, a FiringAlert) (Explanation, error)
 }
@@ -78,7 +80,10 @@ type explainer struct {
 	seen map[alertKey]explained
 }
 
+// alertKey names one firing of one alert of one tenant (two tenants' rules
+// may well raise alerts with equal labels at the same time).
 type alertKey struct {
+	tenant   string
 	labels   uint64
 	activeAt int64
 }
@@ -108,9 +113,10 @@ func newExplainer(opts Options) *explainer {
 func (e *explainer) annotate(ctx context.Context, lang Language, expr string, alerts []*rules.Alert) []labels.Labels {
 	out := make([]labels.Labels, len(alerts))
 	budget := e.perEval
+	id := contextTenant(ctx)
 	for i, a := range alerts {
 		out[i] = a.Annotations
-		k := alertKey{labels: a.Labels.Hash(), activeAt: a.ActiveAt.UnixNano()}
+		k := alertKey{tenant: id, labels: a.Labels.Hash(), activeAt: a.ActiveAt.UnixNano()}
 		e.mu.Lock()
 		ex, ok := e.seen[k]
 		if ok && !a.ResolvedAt.IsZero() {

@@ -3,11 +3,13 @@ package ruler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
@@ -57,15 +59,16 @@ func newNotifier(opts Options) (*notifier, error) {
 }
 
 // applyConfig points the notifier at cfg's Alertmanagers and external
-// labels. The notifier validates and builds every client before it
-// replaces the old ones, so an error leaves them as they were.
-func (n *notifier) applyConfig(cfg Config) error {
+// labels; with orgID, every request to them carries X-Scope-OrgID: orgID.
+// The notifier validates and builds every client before it replaces the
+// old ones, so an error leaves them as they were.
+func (n *notifier) applyConfig(cfg Config, orgID string) error {
 	pc := &config.Config{
 		GlobalConfig: config.GlobalConfig{
 			ExternalLabels:             cfg.ExternalLabels,
 			MetricNameValidationScheme: model.UTF8Validation,
 		},
-		AlertingConfig: cfg.Alerting,
+		AlertingConfig: withOrgID(cfg.Alerting, orgID),
 	}
 	if err := n.mgr.ApplyConfig(pc); err != nil {
 		return err
@@ -75,6 +78,31 @@ func (n *notifier) applyConfig(cfg Config) error {
 		sdc[k] = am.ServiceDiscoveryConfigs
 	}
 	return n.sd.ApplyConfig(sdc)
+}
+
+// OrgIDHeader is the tenant header of Mimir, Loki and Tempo, which a
+// multi-tenant Alertmanager (Mimir's, Cortex's) reads.
+const OrgIDHeader = "X-Scope-OrgID"
+
+// withOrgID returns ac with X-Scope-OrgID: id added to the HTTP headers of
+// every Alertmanager; ac itself for no id. ac is not changed.
+func withOrgID(ac config.AlertingConfig, id string) config.AlertingConfig {
+	if id == "" {
+		return ac
+	}
+	ams := make(config.AlertmanagerConfigs, len(ac.AlertmanagerConfigs))
+	for i, am := range ac.AlertmanagerConfigs {
+		c := *am
+		hs := map[string]commoncfg.Header{}
+		if c.HTTPClientConfig.HTTPHeaders != nil {
+			maps.Copy(hs, c.HTTPClientConfig.HTTPHeaders.Headers)
+		}
+		hs[OrgIDHeader] = commoncfg.Header{Values: []string{id}}
+		c.HTTPClientConfig.HTTPHeaders = &commoncfg.Headers{Headers: hs}
+		ams[i] = &c
+	}
+	ac.AlertmanagerConfigs = ams
+	return ac
 }
 
 func (n *notifier) start(wg *sync.WaitGroup) {
@@ -93,14 +121,16 @@ func (n *notifier) stop() {
 // generatorURL, which opens the rule's expression in weft's query API
 // (/api/v1/query for PromQL, /loki/api/v1/query for LogQL), and, with an
 // explainer, the alerts handed to the Investigator and the opted-in ones'
-// probable cause in their annotations (investigate.go).
-func (n *notifier) notifyFunc(external *url.URL, ex *explainer) rules.NotifyFunc {
+// probable cause in their annotations (investigate.go). With
+// multi-tenancy on, each alert carries its rule's tenant (the context's) in
+// AlertTenantLabel (tenants.go).
+func notifyFunc(external *url.URL, ex *explainer, send func(tenant string, alerts ...*promnotifier.Alert)) rules.NotifyFunc {
 	base := strings.TrimSuffix(external.String(), "/")
 	return func(ctx context.Context, expr string, alerts ...*rules.Alert) {
 		if len(alerts) == 0 {
 			return
 		}
-		lang := contextLanguage(ctx)
+		lang, id := contextLanguage(ctx), contextTenant(ctx)
 		gen := generatorURL(base, lang, expr)
 		anns := make([]labels.Labels, len(alerts))
 		for i, a := range alerts {
@@ -113,7 +143,7 @@ func (n *notifier) notifyFunc(external *url.URL, ex *explainer) rules.NotifyFunc
 		for i, a := range alerts {
 			na := &promnotifier.Alert{
 				StartsAt:     a.FiredAt,
-				Labels:       a.Labels,
+				Labels:       withAlertTenant(a.Labels, id),
 				Annotations:  anns[i],
 				GeneratorURL: gen,
 			}
@@ -124,7 +154,7 @@ func (n *notifier) notifyFunc(external *url.URL, ex *explainer) rules.NotifyFunc
 			}
 			out = append(out, na)
 		}
-		n.mgr.Send(out...)
+		send(id, out...)
 	}
 }
 

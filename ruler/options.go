@@ -62,6 +62,17 @@ type Options struct {
 	Engine promql.QueryEngine
 	// Logs evaluates LogQL rules; nil rejects LogQL rule files.
 	Logs LogQuerier
+	// MultiTenant runs each tenant's rules acting as that tenant
+	// (-multi-tenant; tenants.go): they read and write only its data and
+	// its alerts carry AlertTenantLabel. Default false: one anonymous
+	// tenant whose rules see everything, and Config.Tenants is refused.
+	MultiTenant bool
+	// AlertmanagerTenantHeader sends each tenant's alerts with
+	// X-Scope-OrgID: <tenant>, for a multi-tenant Alertmanager (Mimir's,
+	// at its path_prefix, /alertmanager); each tenant then has a notifier
+	// (queue, batches) of its own. Needs MultiTenant. Default false: every
+	// tenant's alerts go out together, told apart by AlertTenantLabel.
+	AlertmanagerTenantHeader bool
 
 	// ExternalURL is weft's address as users reach it: the base of every
 	// alert's generatorURL and the templates' $externalURL. Default
@@ -158,6 +169,11 @@ type Config struct {
 	// evaluation looks this far back, so that late samples and log lines
 	// still count. Default 0.
 	QueryOffset time.Duration
+	// Tenants are the rule files of tenants other than the anonymous one,
+	// by tenant ID (config key tenant_rule_files); RuleFiles and
+	// LogQLRuleFiles are the anonymous tenant's. A file belongs to one
+	// tenant. Needs Options.MultiTenant.
+	Tenants map[string]TenantRules
 	// ExternalLabels are added to every alert sent (and are the templates'
 	// $externalLabels); recording-rule results are stored without them,
 	// as in Prometheus.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
 
+	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/query"
 )
 
@@ -40,20 +42,34 @@ var (
 // ApplyConfig calls are serialized.
 type Ruler struct {
 	opts     Options
-	manager  *rules.Manager
 	loader   *loader
 	notifier *notifier
 
 	promQuery rules.QueryFunc
 	logQuery  rules.QueryFunc
 
+	// managerOpts holds what every tenant's manager shares: the notify
+	// function, the group metrics (registered once), the parser and the
+	// default query offset (tenants.go).
+	managerOpts rules.ManagerOptions
+	// managers are the rules managers by tenant (tenants.go): the
+	// anonymous tenant's always, another tenant's from the first
+	// ApplyConfig that gives it rules on. The map is replaced, never
+	// changed, under mu, and read without it.
+	managers atomic.Pointer[map[string]*rules.Manager]
+	// tenantNotifiers are the notifiers of tenants other than the
+	// anonymous one with Options.AlertmanagerTenantHeader (tenants.go);
+	// added under mu and nmu, read under nmu.
+	nmu             sync.RWMutex
+	tenantNotifiers map[string]*notifier
+
 	// cfg is the applied Config; queryOffset is its QueryOffset, read by
-	// the manager on every evaluation.
+	// the managers on every evaluation.
 	mu          sync.Mutex
 	cfg         Config
 	queryOffset atomic.Int64
 
-	ctx    context.Context // the manager's: cancelled by Stop
+	ctx    context.Context // the managers': cancelled by Stop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	state  atomic.Int32 // 0 new, 1 started, 2 stopped
@@ -64,6 +80,9 @@ type Ruler struct {
 func New(opts Options) (*Ruler, error) {
 	if opts.Appendable == nil || opts.Queryable == nil || opts.Engine == nil {
 		return nil, errors.New("ruler: Options.Appendable, Queryable and Engine are required")
+	}
+	if opts.AlertmanagerTenantHeader && !opts.MultiTenant {
+		return nil, errors.New("ruler: Options.AlertmanagerTenantHeader needs MultiTenant")
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,28 +100,18 @@ func New(opts Options) (*Ruler, error) {
 		return nil, err
 	}
 	r.notifier = n
-	r.manager = rules.NewManager(&rules.ManagerOptions{
-		NameValidationScheme:     model.UTF8Validation,
-		ExternalURL:              opts.ExternalURL,
-		QueryFunc:                r.query,
-		NotifyFunc:               n.notifyFunc(opts.ExternalURL, newExplainer(opts)),
-		Context:                  ctx,
-		AppendableV2:             opts.Appendable,
-		Queryable:                opts.Queryable,
-		Logger:                   opts.Logger.With("component", "rule manager"),
-		Registerer:               opts.Registerer,
-		OutageTolerance:          opts.OutageTolerance,
-		ForGracePeriod:           opts.ForGracePeriod,
-		ResendDelay:              opts.ResendDelay,
-		GroupLoader:              r.loader,
-		DefaultRuleQueryOffset:   func() time.Duration { return time.Duration(r.queryOffset.Load()) },
-		RuleDependencyController: noDependencies{},
-		Parser:                   query.NewParser(),
-	})
+	r.managerOpts = rules.ManagerOptions{
+		NameValidationScheme:   model.UTF8Validation,
+		NotifyFunc:             notifyFunc(opts.ExternalURL, newExplainer(opts), r.send),
+		Metrics:                rules.NewGroupMetrics(opts.Registerer),
+		DefaultRuleQueryOffset: func() time.Duration { return time.Duration(r.queryOffset.Load()) },
+		Parser:                 query.NewParser(),
+	}
+	r.managers.Store(&map[string]*rules.Manager{tenant.Anonymous: r.newManager(tenant.Anonymous)})
 	return r, nil
 }
 
-// query is the manager's QueryFunc: the group's language picks the engine.
+// query is the managers' QueryFunc: the group's language picks the engine.
 func (r *Ruler) query(ctx context.Context, q string, t time.Time) (promql.Vector, error) {
 	if contextLanguage(ctx) == LogQL {
 		return r.logQuery(ctx, q, t)
@@ -123,40 +132,55 @@ func (r *Ruler) ApplyConfig(cfg Config) error {
 	if cfg.EvaluationInterval <= 0 {
 		cfg.EvaluationInterval = DefaultEvaluationInterval
 	}
-	files, lang, err := expandFiles(cfg, r.opts.Logs != nil)
+	tf, err := expandTenants(cfg, r.opts.MultiTenant, r.opts.Logs != nil)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, f := range files {
-		_, ferrs := checkFile(f, lang[f], r.opts.Logger)
+	for _, f := range slices.Sorted(maps.Keys(tf.lang)) {
+		_, ferrs := checkFile(f, tf.lang[f], r.opts.Logger)
 		errs = append(errs, ferrs...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w (previous rules keep running):\n%w", ErrInvalidRules, errors.Join(errs...))
 	}
-	if err := r.notifier.applyConfig(cfg); err != nil {
+	if err := r.applyAlerting(cfg, tf); err != nil {
 		return fmt.Errorf("apply alerting config: %w", err)
 	}
-	r.loader.lang = lang
+	r.loader.lang = tf.lang
 	r.queryOffset.Store(int64(cfg.QueryOffset))
-	if err := r.manager.Update(cfg.EvaluationInterval, files, cfg.ExternalLabels, r.opts.ExternalURL.String(), evalIteration); err != nil {
-		// The files were valid a moment ago; one changed since.
-		return fmt.Errorf("%w: %w", ErrInvalidRules, err)
+	ms := maps.Clone(*r.managers.Load())
+	for id := range tf.files {
+		if ms[id] == nil {
+			m := r.newManager(id)
+			ms[id] = m
+			if r.state.Load() == 1 {
+				r.wg.Go(m.Run)
+			}
+		}
+	}
+	r.managers.Store(&ms)
+	// A tenant without files any more keeps its manager, with no groups:
+	// its series are marked stale as a removed group's are.
+	for _, id := range slices.Sorted(maps.Keys(ms)) {
+		if err := ms[id].Update(cfg.EvaluationInterval, tf.files[id], cfg.ExternalLabels, r.opts.ExternalURL.String(), evalIteration); err != nil {
+			// The files were valid a moment ago; one changed since.
+			return fmt.Errorf("%w: %w", ErrInvalidRules, err)
+		}
 	}
 	r.cfg = cfg
 	return nil
 }
 
-// expandFiles resolves cfg's globs into files (sorted, each once) and the
-// language of each.
-func expandFiles(cfg Config, haveLogs bool) ([]string, map[string]Language, error) {
+// expandFiles resolves one tenant's globs into files (sorted, each once)
+// and the language of each.
+func expandFiles(tr TenantRules, haveLogs bool) ([]string, map[string]Language, error) {
 	lang := map[string]Language{}
 	var files []string
 	for _, list := range []struct {
 		globs []string
 		lang  Language
-	}{{cfg.RuleFiles, PromQL}, {cfg.LogQLRuleFiles, LogQL}} {
+	}{{tr.RuleFiles, PromQL}, {tr.LogQLRuleFiles, LogQL}} {
 		for _, pat := range list.globs {
 			matches, err := filepath.Glob(pat)
 			if err != nil {
@@ -191,11 +215,22 @@ func (r *Ruler) Config() Config {
 // Start starts evaluating the rules (those applied so far and those applied
 // later) and sending alerts. Call it once the storage is ready.
 func (r *Ruler) Start() {
+	// Under mu: ApplyConfig runs the managers it adds once started, and
+	// each manager must run once.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.state.CompareAndSwap(0, 1) {
 		return
 	}
 	r.notifier.start(&r.wg)
-	r.wg.Go(r.manager.Run)
+	r.nmu.RLock()
+	for _, n := range r.tenantNotifiers {
+		n.start(&r.wg)
+	}
+	r.nmu.RUnlock()
+	for _, m := range *r.managers.Load() {
+		r.wg.Go(m.Run)
+	}
 }
 
 // Stop stops evaluating, sends what the notifier still queues (bounded by
@@ -210,30 +245,39 @@ func (r *Ruler) Stop() {
 	}
 	// In-flight queries end now rather than at their timeout.
 	r.cancel()
-	if prev == 1 {
-		r.manager.Stop()
+	ms := *r.managers.Load()
+	if prev == 0 {
+		// Never started: the groups an ApplyConfig loaded wait for their
+		// manager's Run; run it so that Stop ends them.
+		for _, m := range ms {
+			r.wg.Go(m.Run)
+		}
+	}
+	for _, m := range ms {
+		m.Stop()
 	}
 	r.notifier.stop()
+	r.nmu.RLock()
+	for _, n := range r.tenantNotifiers {
+		n.stop()
+	}
+	r.nmu.RUnlock()
 	r.wg.Wait()
 }
 
-// RuleGroups returns every loaded group, PromQL and LogQL, by file and name
-// (rules.Manager's order). Part of Prometheus' v1.RulesRetriever.
-func (r *Ruler) RuleGroups() []*rules.Group { return r.manager.RuleGroups() }
+// RuleGroups returns every loaded group of every tenant, PromQL and LogQL,
+// by file and name (rules.Manager's order). Part of Prometheus'
+// v1.RulesRetriever; the API reads VisibleRuleGroups (tenants.go).
+func (r *Ruler) RuleGroups() []*rules.Group { return r.VisibleRuleGroups(context.Background()) }
 
-// AlertingRules returns every alerting rule. Part of v1.RulesRetriever.
-func (r *Ruler) AlertingRules() []*rules.AlertingRule { return r.manager.AlertingRules() }
+// AlertingRules returns every alerting rule of every tenant. Part of
+// v1.RulesRetriever.
+func (r *Ruler) AlertingRules() []*rules.AlertingRule { return AlertingRulesOf(r.RuleGroups()) }
 
 // LogQLRuleGroups returns the groups whose expressions are LogQL, in
 // RuleGroups' order (the Loki ruler API lists only those).
 func (r *Ruler) LogQLRuleGroups() []*rules.Group {
-	var out []*rules.Group
-	for _, g := range r.manager.RuleGroups() {
-		if groupLanguage(g) == LogQL {
-			out = append(out, g)
-		}
-	}
-	return out
+	return r.VisibleLogQLRuleGroups(context.Background())
 }
 
 // Alertmanagers returns the alert endpoints currently sent to. Part of

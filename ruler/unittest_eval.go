@@ -105,7 +105,7 @@ func (h *harness) load(interval time.Duration, files []string, lang map[string]L
 		return errors.Join(errs...)
 	}
 	h.ruler.loader.lang = lang
-	gm, errs := h.ruler.manager.LoadGroups(interval, ext, extURL, nil, false, files...)
+	gm, errs := h.ruler.anonymousManager().LoadGroups(interval, ext, extURL, nil, false, files...)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}

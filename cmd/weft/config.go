@@ -145,7 +145,7 @@ type fileConfig struct {
 		// without reading whole spans.
 		IndexedAttributes *[]string `yaml:"indexed_attributes"`
 	} `yaml:"traces"`
-	// rule_files, logql_rule_files, external_labels, alerting, rules
+	// rule_files, logql_rule_files, tenant_rule_files, external_labels, alerting, rules
 	// (rules_config.go).
 	rulesFileConfig `yaml:",inline"`
 }

@@ -34,6 +34,10 @@ type rulesFileConfig struct {
 	// LogQLRuleFiles are globs of rule files whose expressions are LogQL
 	// (Loki ruler files).
 	LogQLRuleFiles []string `yaml:"logql_rule_files"`
+	// TenantRuleFiles are the rule files of tenants other than the
+	// anonymous one (whose are RuleFiles and LogQLRuleFiles), by tenant ID;
+	// they need -multi-tenant (docs/tenancy.md, "Rules and alerts").
+	TenantRuleFiles map[string]tenantRuleFiles `yaml:"tenant_rule_files"`
 	// ExternalLabels are added to every alert sent to Alertmanager.
 	ExternalLabels map[string]string `yaml:"external_labels"`
 	// Alerting is Prometheus' alerting block: alertmanagers and
@@ -43,6 +47,12 @@ type rulesFileConfig struct {
 		EvaluationInterval *duration `yaml:"evaluation_interval"`
 		QueryOffset        *duration `yaml:"query_offset"`
 	} `yaml:"rules"`
+}
+
+// tenantRuleFiles are one tenant's rule files in tenant_rule_files.
+type tenantRuleFiles struct {
+	RuleFiles      []string `yaml:"rule_files"`
+	LogQLRuleFiles []string `yaml:"logql_rule_files"`
 }
 
 // ruleFlags are the -rules.* and -alertmanager.* flags.
@@ -55,6 +65,7 @@ type ruleFlags struct {
 	queueCapacity                    *int
 	investigateTimeout               durationFlag
 	investigationsPerEval            *int
+	tenantHeader                     *bool
 }
 
 func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
@@ -80,6 +91,7 @@ func registerRuleFlags(fs *flag.FlagSet) *ruleFlags {
 	fs.Var(&rf.amTimeout, "alertmanager.timeout", "timeout of each request to an -alertmanager.url")
 	rf.queueCapacity = fs.Int("alertmanager.notification-queue-capacity", d.NotificationQueueCapacity, "alerts queued for Alertmanager before the oldest are dropped")
 	fs.Var(&rf.investigateTimeout, "rules.alert.investigate-timeout", "bound of one investigation of an alert that opts in with weft_investigate: \"true\"")
+	rf.tenantHeader = fs.Bool("alertmanager.tenant-header", false, "with -multi-tenant, send each tenant's alerts with X-Scope-OrgID: <tenant>, for a multi-tenant Alertmanager such as Mimir's (docs/tenancy.md)")
 	rf.investigationsPerEval = fs.Int("rules.alert.max-investigations-per-eval", d.MaxInvestigationsPerEval, "investigations one rule's evaluation waits for; other alerts are investigated at their next resends")
 	return rf
 }
@@ -101,6 +113,12 @@ func (rf *ruleFlags) rulesConfig(fc *rulesFileConfig, dir string, set map[string
 		}
 		cfg.RuleFiles = rel(fc.RuleFiles)
 		cfg.LogQLRuleFiles = rel(fc.LogQLRuleFiles)
+		for id, tr := range fc.TenantRuleFiles {
+			if cfg.Tenants == nil {
+				cfg.Tenants = map[string]ruler.TenantRules{}
+			}
+			cfg.Tenants[id] = ruler.TenantRules{RuleFiles: rel(tr.RuleFiles), LogQLRuleFiles: rel(tr.LogQLRuleFiles)}
+		}
 		if !set["rules.evaluation-interval"] && fc.Rules.EvaluationInterval != nil {
 			cfg.EvaluationInterval = time.Duration(*fc.Rules.EvaluationInterval)
 		}
@@ -224,6 +242,10 @@ func (rf *ruleFlags) applyRules(opts *app.Options, configFile string, fc *rulesF
 	}
 	ro.Ruler.InvestigateTimeout = time.Duration(rf.investigateTimeout)
 	ro.Ruler.MaxInvestigationsPerEval = *rf.investigationsPerEval
+	if *rf.tenantHeader && !opts.Tenancy.Enabled {
+		return fmt.Errorf("-alertmanager.tenant-header needs -multi-tenant")
+	}
+	ro.Ruler.AlertmanagerTenantHeader = *rf.tenantHeader
 	if *rf.externalURL != "" {
 		u, err := url.Parse(*rf.externalURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {

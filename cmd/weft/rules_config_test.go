@@ -145,3 +145,41 @@ func TestCheckRules(t *testing.T) {
 		})
 	}
 }
+
+// TestParseFlagsTenantRuleFiles: tenant_rule_files names each tenant's rule
+// files, relative to the config file's directory like rule_files.
+func TestParseFlagsTenantRuleFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "weft.yml")
+	if err := os.WriteFile(cfg, []byte(`
+rule_files: [anon.yml]
+tenant_rule_files:
+  team-a:
+    rule_files: [rules/team-a/*.yml]
+    logql_rule_files: [/abs/team-a-logs.yml]
+  team-b:
+    rule_files: [rules/team-b/*.yml]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	opts, err := parseFlags([]string{"-config", cfg, "-multi-tenant", "-alertmanager.tenant-header"}, &stderr)
+	if err != nil {
+		t.Fatal(err, stderr.String())
+	}
+	if !opts.Rules.Ruler.AlertmanagerTenantHeader {
+		t.Error("-alertmanager.tenant-header not applied")
+	}
+	if _, err := parseFlags([]string{"-alertmanager.tenant-header"}, &stderr); err == nil || !strings.Contains(err.Error(), "needs -multi-tenant") {
+		t.Errorf("-alertmanager.tenant-header without -multi-tenant: %v", err)
+	}
+	c := opts.Rules.Config
+	if got := strings.Join(c.RuleFiles, ","); got != filepath.Join(dir, "anon.yml") {
+		t.Errorf("RuleFiles (anonymous) = %s", got)
+	}
+	a, b := c.Tenants["team-a"], c.Tenants["team-b"]
+	if len(c.Tenants) != 2 || strings.Join(a.RuleFiles, ",") != filepath.Join(dir, "rules/team-a/*.yml") ||
+		strings.Join(a.LogQLRuleFiles, ",") != "/abs/team-a-logs.yml" || strings.Join(b.RuleFiles, ",") != filepath.Join(dir, "rules/team-b/*.yml") || len(b.LogQLRuleFiles) != 0 {
+		t.Errorf("Tenants = %+v", c.Tenants)
+	}
+}

@@ -10,18 +10,19 @@
 // and its cost are unchanged. The stores add the label on the way in (Add)
 // and remove it on the way out (Strip); clients never see it.
 //
-// It imports nothing of weft.
+// It imports nothing of weft but the leaf internal/tenantid.
 package tenant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/grafana/regexp"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/internal/tenantid"
 )
 
 // LabelName is the reserved label that carries a stream's tenant in the
@@ -35,34 +36,20 @@ const Anonymous = "anonymous"
 
 // MaxIDLength is the longest tenant ID accepted (dskit's limit, so weft and
 // Mimir, Loki and Tempo accept the same IDs).
-const MaxIDLength = 150
+const MaxIDLength = tenantid.MaxLength
 
 // Separator joins the tenants of a federated (cross-tenant) request:
 // "tenantA|tenantB", as in Mimir.
 const Separator = "|"
 
 // ErrInvalidID is wrapped by every error about a malformed tenant ID.
-var ErrInvalidID = errors.New("invalid tenant ID")
+var ErrInvalidID = tenantid.ErrInvalid
 
 // ValidateID checks one tenant ID against the rules of Mimir, Loki and Tempo:
 // 1 to 150 characters among letters, digits and !-_.*'(), and not "." or
-// "..".
-func ValidateID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty", ErrInvalidID)
-	case len(id) > MaxIDLength:
-		return fmt.Errorf("%w: %d characters, the maximum is %d", ErrInvalidID, len(id), MaxIDLength)
-	case id == "." || id == "..":
-		return fmt.Errorf("%w: %q is not allowed", ErrInvalidID, id)
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!-_.*'()", c)) {
-			return fmt.Errorf("%w: %q contains unsupported character %q", ErrInvalidID, id, c)
-		}
-	}
-	return nil
-}
+// "..". The rule lives in the leaf internal/tenantid, which weft-agent
+// shares.
+func ValidateID(id string) error { return tenantid.Validate(id) }
 
 // ParseIDs splits a tenant header value ("a" or "a|b|c") into sorted,
 // distinct, valid tenant IDs.

@@ -35,7 +35,7 @@ var (
 	// remote are the clients of the scale-out engines (Kafka-API log,
 	// S3-API bucket): only cluster/ and cmd talk to them.
 	remote = []string{"github.com/twmb/franz-go", "github.com/minio/minio-go"}
-	leaves = []string{"internal/promlabels"}
+	leaves = []string{"internal/promlabels", "internal/tenantid"}
 )
 
 // layers is the table: the design card's dependency direction,
@@ -45,6 +45,7 @@ var layers = []layer{
 	{prefix: "e2e", weft: []string{"*"}},
 	{prefix: "internal/lint", weft: nil},
 	{prefix: "internal/promlabels", weft: nil},
+	{prefix: "internal/tenantid", weft: nil}, // the tenant ID rule, shared with gpuagent
 	{prefix: "internal/gputelemetry", weft: nil},
 	{prefix: "internal/testca", weft: nil}, // certificates for TLS tests
 	{prefix: "proto", weft: nil},
@@ -62,7 +63,7 @@ var layers = []layer{
 	{prefix: "investigate", weft: append([]string{"query", "storage", "index", "ingest"}, leaves...), forbidden: slices.Concat(transport, config, remote)},
 	{prefix: "api", weft: append([]string{"ingest", "query", "storage", "index", "proto", "ruler", "investigate"}, leaves...)},
 	{prefix: "web", weft: []string{"api"}},
-	{prefix: "gpuagent", weft: []string{"proto"}, forbidden: config},
+	{prefix: "gpuagent", weft: []string{"proto", "internal/tenantid"}, forbidden: config},
 	{prefix: "bench", weft: []string{"proto", "internal/gputelemetry"}},
 }
 

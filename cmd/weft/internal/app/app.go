@@ -258,6 +258,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			// probable cause (investigate.go).
 			ro.Ruler.Investigator = alertInvestigator{iv}
 		}
+		// Each tenant's rules run as that tenant (ruler/tenants.go).
+		ro.Ruler.MultiTenant = opts.Tenancy.Enabled
 		if rules, err = newRules(ro, db, aopts.Engine, logql.NewEngine(logs, opts.LogQL), reg, logger); err != nil {
 			return nil, err
 		}

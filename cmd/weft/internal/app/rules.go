@@ -112,7 +112,7 @@ func (rs *rulesState) reload(context.Context) error {
 		rs.logger.Error("reload failed, previous rules keep running", "err", err)
 		return err
 	}
-	rs.logger.Info("rules reloaded", "rule_files", len(cfg.RuleFiles), "logql_rule_files", len(cfg.LogQLRuleFiles))
+	rs.logger.Info("rules reloaded", "rule_files", len(cfg.RuleFiles), "logql_rule_files", len(cfg.LogQLRuleFiles), "tenants_with_rule_files", len(cfg.Tenants))
 	return nil
 }
 

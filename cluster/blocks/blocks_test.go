@@ -116,6 +116,9 @@ func TestBuildAndRead(t *testing.T) {
 		}
 	}
 	const window = time.Second
+	// Windows are aligned to the clock: start just after a boundary, so
+	// the first batch's samples and line do not straddle one.
+	time.Sleep(time.Until(time.Now().Truncate(window).Add(window + 20*time.Millisecond)))
 	write(0)
 	time.Sleep(window + 100*time.Millisecond) // the next records are in a later window
 	write(10)

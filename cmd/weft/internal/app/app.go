@@ -465,7 +465,12 @@ func (a *App) Stop(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("close span metrics: %w", err))
 			}
 		}
-		if err := a.usage.Stop(ctx); err != nil { // after the receivers, before the metric store
+		switch err := a.usage.Stop(ctx); { // after the receivers, before the metric store
+		case errors.Is(err, storage.ErrUnavailable):
+			// A full disk or a failed store refuses the last minute's
+			// counts, as it refuses every write; the stop goes on.
+			a.logger.Warn("usage_not_flushed", "reason", err)
+		case err != nil:
 			errs = append(errs, fmt.Errorf("flush usage: %w", err))
 		}
 		a.role.close() // an ingester stops consuming before its store flushes

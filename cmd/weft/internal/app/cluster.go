@@ -300,6 +300,7 @@ func noStore(aopts *api.Options) {
 	aopts.Metadata = nil
 	aopts.Admin = nil
 	aopts.Cardinality = nil
+	aopts.Churn = nil
 	aopts.Appendable = nil
 	aopts.Logs = nil
 	aopts.Traces = nil

@@ -3,16 +3,20 @@ package ruler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/discovery/targetgroup"
 	"github.com/prometheus/prometheus/model/labels"
 	promnotifier "github.com/prometheus/prometheus/notifier"
 	"github.com/prometheus/prometheus/rules"
@@ -26,9 +30,21 @@ type notifier struct {
 	mgr *promnotifier.Manager
 	sd  *discovery.Manager
 
+	logger *slog.Logger
+
 	ctx    context.Context // the discovery manager's: cancelled by stop
 	cancel context.CancelFunc
+
+	// configured says the applied config names Alertmanagers; synced is
+	// closed once the manager has applied discovery's first target update
+	// (forward).
+	configured atomic.Bool
+	synced     chan struct{}
 }
+
+// syncWait bounds how long waitSynced waits for the first target update.
+// Discovery passes static targets on at its first DiscoveryUpdate tick.
+const syncWait = 10 * time.Second
 
 func newNotifier(opts Options) (*notifier, error) {
 	reg := opts.Registerer
@@ -55,7 +71,7 @@ func newNotifier(opts Options) (*notifier, error) {
 		DrainOnShutdown: true,
 		Registerer:      opts.Registerer,
 	}, model.UTF8Validation, logger)
-	return &notifier{mgr: mgr, sd: sd, ctx: ctx, cancel: cancel}, nil
+	return &notifier{mgr: mgr, sd: sd, ctx: ctx, cancel: cancel, logger: logger, synced: make(chan struct{})}, nil
 }
 
 // applyConfig points the notifier at cfg's Alertmanagers and external
@@ -73,6 +89,7 @@ func (n *notifier) applyConfig(cfg Config, orgID string) error {
 	if err := n.mgr.ApplyConfig(pc); err != nil {
 		return err
 	}
+	n.configured.Store(len(cfg.Alerting.AlertmanagerConfigs) > 0)
 	sdc := map[string]discovery.Configs{}
 	for k, am := range cfg.Alerting.AlertmanagerConfigs.ToMap() {
 		sdc[k] = am.ServiceDiscoveryConfigs
@@ -106,8 +123,60 @@ func withOrgID(ac config.AlertingConfig, id string) config.AlertingConfig {
 }
 
 func (n *notifier) start(wg *sync.WaitGroup) {
+	updates := make(chan map[string][]*targetgroup.Group)
 	wg.Go(func() { _ = n.sd.Run() })
-	wg.Go(func() { n.mgr.Run(n.sd.SyncCh()) })
+	wg.Go(func() { n.forward(updates) })
+	wg.Go(func() { n.mgr.Run(updates) })
+}
+
+// forward passes discovery's target updates on to the manager. The
+// manager sends an alert only to the Alertmanagers it knows when the alert
+// is queued, and drops it when it knows none; the alert then waits for its
+// resend, a ResendDelay later. So the first update is passed twice: the
+// manager applies an update before it takes the next one, and once it has
+// taken the second the first is applied and synced is closed.
+func (n *notifier) forward(out chan<- map[string][]*targetgroup.Group) {
+	pass := func(ts map[string][]*targetgroup.Group) bool {
+		select {
+		case out <- ts:
+			return true
+		case <-n.ctx.Done():
+			return false
+		}
+	}
+	first := true
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case ts, ok := <-n.sd.SyncCh():
+			if !ok {
+				close(out)
+				return
+			}
+			if !pass(ts) || first && !pass(ts) {
+				return
+			}
+			if first {
+				close(n.synced)
+				first = false
+			}
+		}
+	}
+}
+
+// waitSynced waits, at most syncWait, until the manager knows the
+// Alertmanagers of the applied config (none: it returns at once), so that
+// rules evaluated from then on have their first notifications delivered.
+func (n *notifier) waitSynced() {
+	if !n.configured.Load() {
+		return
+	}
+	select {
+	case <-n.synced:
+	case <-time.After(syncWait):
+		n.logger.Warn("Alertmanagers not discovered in time; alerts that fire before they are wait for their resend", "waited", syncWait)
+	}
 }
 
 // stop drains the notifier's queue and stops discovery. The caller waits

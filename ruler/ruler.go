@@ -224,10 +224,16 @@ func (r *Ruler) Start() {
 	}
 	r.notifier.start(&r.wg)
 	r.nmu.RLock()
-	for _, n := range r.tenantNotifiers {
+	ns := slices.Collect(maps.Values(r.tenantNotifiers))
+	r.nmu.RUnlock()
+	for _, n := range ns {
 		n.start(&r.wg)
 	}
-	r.nmu.RUnlock()
+	// An alert that fires before its notifier knows the Alertmanagers
+	// would not be sent until its resend.
+	for _, n := range append(ns, r.notifier) {
+		n.waitSynced()
+	}
 	for _, m := range *r.managers.Load() {
 		r.wg.Go(m.Run)
 	}

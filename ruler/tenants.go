@@ -236,6 +236,7 @@ func (r *Ruler) applyAlerting(cfg Config, tf tenantFiles) error {
 			}
 			if r.state.Load() == 1 {
 				n.start(&r.wg)
+				n.waitSynced() // before the tenant's manager runs (ApplyConfig)
 			}
 			r.nmu.Lock()
 			if r.tenantNotifiers == nil {

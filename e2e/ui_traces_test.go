@@ -239,8 +239,11 @@ func TestUITracesAndAlerts(t *testing.T) {
 
 	t.Run("SDK span: its log line and span metrics", func(t *testing.T) {
 		b.do(t, chromedp.Navigate(w.base+"/#/traces/"+otelTrace))
-		b.waitJS(t, `document.querySelectorAll('[data-testid=span-row]').length === 2`)
-		eval[bool](t, b, `([...document.querySelectorAll('[data-testid=span-row]')].find(e => e.querySelector('.wf-op').innerText === 'forward').click(), true)`)
+		// The view of this trace (not the one the page showed before)
+		// with its span named forward rendered; then click that span.
+		forward := `[...document.querySelectorAll('[data-testid=span-row]')].find(e => e.querySelector('.wf-op')?.innerText.trim() === 'forward')`
+		b.waitJS(t, fmt.Sprintf(`document.querySelector('[data-testid=trace-view][data-trace=%q][data-spans="2"]') && %s`, otelTrace, forward))
+		eval[bool](t, b, `(`+forward+`.click(), true)`)
 		b.waitJS(t, `document.querySelector('[data-testid=span-details] a[data-link=span-logs]')`)
 		b.do(t, chromedp.Click(`[data-testid=span-details] a[data-link=span-logs]`))
 		b.waitJS(t, `location.hash.startsWith('#/logs') && document.querySelector('[data-testid=log-lines]')`)

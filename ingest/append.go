@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/ingest/workload"
 	weftstorage "github.com/weftdb/weft/storage"
 )
 
@@ -435,10 +436,7 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 		return labels.EmptyLabels(), ReasonTooManyLabels, fmt.Sprintf("series %s has %d labels, more than the limit of %d",
 			b.metricNameOf(sp), n, b.d.opts.MaxLabelsPerSeries)
 	}
-	if ls, ok, maybeAlias := b.encodeLabels(sp); ok {
-		if maybeAlias {
-			ls, _ = b.d.opts.Workload.AddCanonical(ls)
-		}
+	if ls, ok := b.encodeLabels(sp); ok {
 		return ls, ReasonInvalidLabels, ""
 	}
 	// The general path: out-of-order names, invalid strings, a missing
@@ -481,13 +479,23 @@ func (b *Batch) seriesLabels(sp span) (labels.Labels, Reason, string) {
 }
 
 // encodeLabels builds the labels of a series in the common case (see
-// labelEncoder); false sends the caller to the general path. maybeAlias
-// reports that a label name may be a workload-context alias (the caller
-// then adds the canonical labels).
-func (b *Batch) encodeLabels(sp span) (_ labels.Labels, ok, maybeAlias bool) {
+// labelEncoder), with the workload-context labels the series lacks
+// (workload.Mapping.AddCanonical) merged in at their places, so that a
+// dcgm-exporter series with UUID and Hostname costs no second label set;
+// false sends the caller to the general path.
+func (b *Batch) encodeLabels(sp span) (labels.Labels, bool) {
 	var e labelEncoder
-	ctx := b.d.opts.Workload
+	add := b.canonicalLabels(sp)
 	buf := b.leBuf[:0]
+	// put adds the pair name=value after the canonical labels that sort
+	// before it.
+	put := func(buf []byte, name, value string) []byte {
+		for len(add) > 0 && add[0].Name < name {
+			buf = e.add(buf, add[0].Name, add[0].Value)
+			add = add[1:]
+		}
+		return e.add(buf, name, value)
+	}
 	if b.proto == ProtoV2 {
 		refs, nsyms, allValid := b.refs[sp.lo:sp.hi], uint32(len(b.symbols)), b.allSymbolsValid()
 		for i := 0; i < len(refs) && !e.failed; i += 2 {
@@ -496,20 +504,59 @@ func (b *Batch) encodeLabels(sp span) (_ labels.Labels, ok, maybeAlias bool) {
 				e.failed = true
 				break
 			}
-			name := b.sym(nr)
-			maybeAlias = maybeAlias || ctx.MaybeAlias(name)
-			buf = e.add(buf, name, b.sym(vr))
+			buf = put(buf, b.sym(nr), b.sym(vr))
 		}
 	} else {
 		for _, p := range b.pairs[sp.lo:sp.hi] {
-			name := b.str(p.name)
-			maybeAlias = maybeAlias || ctx.MaybeAlias(name)
-			buf = e.add(buf, name, b.str(p.value))
+			buf = put(buf, b.str(p.name), b.str(p.value))
 		}
+	}
+	for _, l := range add {
+		buf = e.add(buf, l.Name, l.Value)
 	}
 	ls, ok := e.finish(buf, b.proto != ProtoV2, b.borrow)
 	b.leBuf = buf
-	return ls, ok, maybeAlias
+	return ls, ok
+}
+
+// canonicalLabels returns the workload-context labels the series at sp
+// lacks, sorted by name, in b's scratch: nil, after one quick check per
+// name, when no name of the series may be an alias (the common case).
+func (b *Batch) canonicalLabels(sp span) []workload.Label {
+	m := b.d.opts.Workload
+	maybe := false
+	if b.proto == ProtoV2 {
+		refs, nsyms := b.refs[sp.lo:sp.hi], uint32(len(b.symbols))
+		for i := 0; i+1 < len(refs) && !maybe; i += 2 {
+			maybe = refs[i] < nsyms && m.MaybeAlias(b.sym(refs[i]))
+		}
+	} else {
+		for _, p := range b.pairs[sp.lo:sp.hi] {
+			if maybe = m.MaybeAlias(b.str(p.name)); maybe {
+				break
+			}
+		}
+	}
+	if !maybe {
+		return nil
+	}
+	var sc workload.Scan
+	m.StartScan(&sc)
+	if b.proto == ProtoV2 {
+		refs, nsyms := b.refs[sp.lo:sp.hi], uint32(len(b.symbols))
+		for i := 0; i+1 < len(refs); i += 2 {
+			if refs[i] < nsyms && refs[i+1] < nsyms {
+				sc.Observe(b.sym(refs[i]), b.sym(refs[i+1]))
+			}
+		}
+	} else {
+		for _, p := range b.pairs[sp.lo:sp.hi] {
+			sc.Observe(b.str(p.name), b.str(p.value))
+		}
+	}
+	b.canon = sc.AppendMissing(b.canon[:0])
+	slices.SortFunc(b.canon, func(x, y workload.Label) int { return strings.Compare(x.Name, y.Name) })
+	return b.canon
 }
 
 // tooLong describes a label name or value too long for a label set.

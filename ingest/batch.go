@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/ingest/workload"
 )
 
 // maxPooledBatchBytes bounds the arena memory a released Batch may keep in the
@@ -52,8 +54,9 @@ type Batch struct {
 	// Reused scratch.
 	hs        histScratch
 	sb        labels.ScratchBuilder
-	leBuf     []byte // labelEncoder's buffer, kept between series
-	borrow    bool   // the appender copies labels: hand it leBuf's memory
+	leBuf     []byte           // labelEncoder's buffer, kept between series
+	canon     []workload.Label // canonicalLabels' result, kept between series
+	borrow    bool             // the appender copies labels: hand it leBuf's memory
 	exBuf     []exemplar.Exemplar
 	symClones []string // lazily cloned symbols for metadata, "" = not yet
 	symState  []uint8  // per symbol: 0 not checked, symValidUTF8, symInvalidUTF8

@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -10,6 +11,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/weftdb/weft/ingest/workload"
 )
 
 // nopAppender accepts everything; it isolates decoding and validation cost.
@@ -53,25 +56,41 @@ func BenchmarkDecodeAppend(b *testing.B) {
 		proto Protocol
 		buf   []byte
 	}{{"rw1", ProtoV1, marshal(b, &v1)}, {"rw2", ProtoV2, marshal(b, &v2)}} {
-		b.Run(tc.name, func(b *testing.B) {
-			d := testDecoder()
-			b.ReportAllocs()
-			b.SetBytes(int64(len(tc.buf)))
-			cpu0 := processCPU()
-			for b.Loop() {
-				batch, err := d.Decode(tc.proto, tc.buf)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := batch.Append(b.Context(), nopAppender{}); err != nil {
-					b.Fatal(err)
-				}
-				batch.Release()
+		// context: with the server's workload-context mapping, which adds
+		// gpu_uuid and host (from UUID and Hostname) to every series.
+		for _, mapping := range []*workload.Mapping{nil, workload.MustDefault()} {
+			name := tc.name
+			if mapping != nil {
+				name += "/context"
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
-			if cpu := processCPU() - cpu0; cpu > 0 {
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/series")
-			}
-		})
+			b.Run(name, func(b *testing.B) {
+				o := DefaultOptions()
+				o.Now = func() time.Time { return testNow }
+				o.Workload = mapping
+				benchDecodeAppend(b, NewDecoder(o), tc.proto, tc.buf, n)
+			})
+		}
+	}
+}
+
+// benchDecodeAppend decodes buf (n series) with d and appends it to an
+// appender that does nothing, per iteration.
+func benchDecodeAppend(b *testing.B, d *Decoder, proto Protocol, buf []byte, n int) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	cpu0 := processCPU()
+	for b.Loop() {
+		batch, err := d.Decode(proto, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := batch.Append(b.Context(), nopAppender{}); err != nil {
+			b.Fatal(err)
+		}
+		batch.Release()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/series")
 	}
 }

@@ -73,6 +73,8 @@ type Mapping struct {
 	aliasRefs map[string][]aliasRef
 	aliases   map[string]struct{}
 	filter    [64]uint64
+	// nameFilter is filter's counterpart over the canonical names.
+	nameFilter [64]uint64
 }
 
 type aliasRef struct{ rule, rank int }
@@ -105,6 +107,9 @@ func New(opts Options) (*Mapping, error) {
 	m := &Mapping{rules: rules, names: map[string]int{}, aliasRefs: map[string][]aliasRef{}, aliases: map[string]struct{}{}}
 	for i, r := range rules {
 		m.names[r.Name] = i
+		if len(r.Name) < len(m.nameFilter) {
+			m.nameFilter[len(r.Name)] |= 1 << (r.Name[0] & 63)
+		}
 		for rank, a := range r.Aliases {
 			if a == r.Name {
 				continue
@@ -207,37 +212,81 @@ func (m *Mapping) AddCanonical(ls labels.Labels) (labels.Labels, bool) {
 // appendMissing appends the labels AddCanonical adds, in rule order, with
 // one pass over ls.
 func (m *Mapping) appendMissing(dst []Label, ls labels.Labels) []Label {
-	type found struct {
-		has   bool   // the canonical name is a label
-		rank  int    // alias rank of value (1-based; 0: none found)
-		value string // value of the best alias found
+	var s Scan
+	m.StartScan(&s)
+	ls.Range(func(l labels.Label) { s.Observe(l.Name, l.Value) })
+	return s.AppendMissing(dst)
+}
+
+// Scan finds, over the pairs of one label set, the labels AddCanonical
+// would add to it, for a label source that builds the set itself rather
+// than holding it as labels.Labels (remote write's label encoder, which
+// then encodes them in place, without a second label set). StartScan,
+// Observe every pair, then AppendMissing. It holds no pointer into itself,
+// so it stays on the caller's stack.
+type Scan struct {
+	m     *Mapping
+	stack [maxRules]found
+	heap  []found // for a mapping of more than maxRules rules
+}
+
+type found struct {
+	has   bool   // the canonical name is a label
+	rank  int    // alias rank of value (1-based; 0: none found)
+	value string // value of the best alias found
+}
+
+// StartScan makes s a scan for m with nothing observed.
+func (m *Mapping) StartScan(s *Scan) {
+	s.m, s.heap = m, nil
+	if m == nil {
+		return
 	}
-	var stack [maxRules]found
-	fs := stack[:0]
 	if len(m.rules) <= maxRules {
-		fs = stack[:len(m.rules)]
+		clear(s.stack[:len(m.rules)])
 	} else {
-		fs = make([]found, len(m.rules))
+		s.heap = make([]found, len(m.rules))
 	}
-	ls.Range(func(l labels.Label) {
-		if l.Value == "" {
-			return
+}
+
+// rule is the state of rule i.
+func (s *Scan) rule(i int) *found {
+	if s.heap != nil {
+		return &s.heap[i]
+	}
+	return &s.stack[i]
+}
+
+// Observe records one label of the set; empty values are no label.
+func (s *Scan) Observe(name, value string) {
+	m := s.m
+	if m == nil || value == "" || name == "" {
+		return
+	}
+	if len(name) >= len(m.nameFilter) || m.nameFilter[len(name)]&(1<<(name[0]&63)) != 0 {
+		if i, ok := m.names[name]; ok {
+			s.rule(i).has = true
 		}
-		if i, ok := m.names[l.Name]; ok {
-			fs[i].has = true
+	}
+	if !m.MaybeAlias(name) {
+		return
+	}
+	for _, ref := range m.aliasRefs[name] {
+		if f := s.rule(ref.rule); f.rank == 0 || ref.rank < f.rank {
+			f.rank, f.value = ref.rank, value
 		}
-		if !m.MaybeAlias(l.Name) {
-			return
-		}
-		for _, ref := range m.aliasRefs[l.Name] {
-			if f := &fs[ref.rule]; f.rank == 0 || ref.rank < f.rank {
-				f.rank, f.value = ref.rank, l.Value
-			}
-		}
-	})
-	for i, f := range fs {
-		if !f.has && f.rank > 0 {
-			dst = append(dst, Label{Name: m.rules[i].Name, Value: f.value})
+	}
+}
+
+// AppendMissing appends to dst, in rule order, the canonical labels the
+// observed set lacks and one of their aliases provides.
+func (s *Scan) AppendMissing(dst []Label) []Label {
+	if s.m == nil {
+		return dst
+	}
+	for i := range s.m.rules {
+		if f := s.rule(i); !f.has && f.rank > 0 {
+			dst = append(dst, Label{Name: s.m.rules[i].Name, Value: f.value})
 		}
 	}
 	return dst

@@ -42,7 +42,8 @@ type notifier struct {
 	synced     chan struct{}
 }
 
-// syncWait bounds how long waitSynced waits for the first target update.
+// syncWait bounds how long Start waits for the notifiers' first target
+// update (waitSynced).
 // Discovery passes static targets on at its first DiscoveryUpdate tick.
 const syncWait = 10 * time.Second
 
@@ -165,16 +166,16 @@ func (n *notifier) forward(out chan<- map[string][]*targetgroup.Group) {
 	}
 }
 
-// waitSynced waits, at most syncWait, until the manager knows the
-// Alertmanagers of the applied config (none: it returns at once), so that
-// rules evaluated from then on have their first notifications delivered.
-func (n *notifier) waitSynced() {
+// waitSynced waits until the manager knows the Alertmanagers of the
+// applied config (none: it returns at once), so that rules evaluated from
+// then on have their first notifications delivered, or until ctx ends.
+func (n *notifier) waitSynced(ctx context.Context) {
 	if !n.configured.Load() {
 		return
 	}
 	select {
 	case <-n.synced:
-	case <-time.After(syncWait):
+	case <-ctx.Done():
 		n.logger.Warn("Alertmanagers not discovered in time; alerts that fire before they are wait for their resend", "waited", syncWait)
 	}
 }

@@ -231,8 +231,10 @@ func (r *Ruler) Start() {
 	}
 	// An alert that fires before its notifier knows the Alertmanagers
 	// would not be sent until its resend.
+	ctx, cancel := context.WithTimeout(r.ctx, syncWait)
+	defer cancel()
 	for _, n := range append(ns, r.notifier) {
-		n.waitSynced()
+		n.waitSynced(ctx)
 	}
 	for _, m := range *r.managers.Load() {
 		r.wg.Go(m.Run)

@@ -236,7 +236,9 @@ func (r *Ruler) applyAlerting(cfg Config, tf tenantFiles) error {
 			}
 			if r.state.Load() == 1 {
 				n.start(&r.wg)
-				n.waitSynced() // before the tenant's manager runs (ApplyConfig)
+				ctx, cancel := context.WithTimeout(r.ctx, syncWait)
+				n.waitSynced(ctx) // before the tenant's manager runs (ApplyConfig)
+				cancel()
 			}
 			r.nmu.Lock()
 			if r.tenantNotifiers == nil {

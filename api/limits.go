@@ -511,6 +511,13 @@ func checkSeriesLabels(id string, t TenantLimits, ls labels.Labels) *LimitError 
 	return le
 }
 
+// CopiesLabels: the appender keeps nothing of the labels it is given (an
+// error message formats a copy), so it copies when what it wraps does.
+func (ap *limitedAppender) CopiesLabels() bool {
+	c, ok := ap.AppenderV2.(interface{ CopiesLabels() bool })
+	return ok && c.CopiesLabels()
+}
+
 func (ap *limitedAppender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
 	if x, ok := ap.AppenderV2.(interface {
 		AppendExemplars(promstorage.SeriesRef, labels.Labels, []exemplar.Exemplar) (promstorage.SeriesRef, error)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/index/tenant"
 )
@@ -76,5 +77,37 @@ func BenchmarkAdmitSeries(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// copyingAppendable's appenders declare, as storage's do, that they keep
+// nothing of the labels they are given; keepingAppendable's do not.
+type copyingAppendable struct{ copies bool }
+
+func (a copyingAppendable) AppenderV2(context.Context) promstorage.AppenderV2 {
+	return copyingAppender{copies: a.copies}
+}
+
+type copyingAppender struct {
+	promstorage.AppenderV2
+	copies bool
+}
+
+func (a copyingAppender) CopiesLabels() bool { return a.copies }
+
+// TestLimitedAppenderCopiesLabels: the limits appender keeps nothing of
+// the labels, so it says it copies them exactly when what it wraps does,
+// and the remote-write decoder may lend it labels in a reused buffer.
+func TestLimitedAppenderCopiesLabels(t *testing.T) {
+	lim, err := NewLimiter(LimitsConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, copies := range []bool{true, false} {
+		ap := lim.Appendable(copyingAppendable{copies: copies}).AppenderV2(context.Background())
+		c, ok := ap.(interface{ CopiesLabels() bool })
+		if !ok || c.CopiesLabels() != copies {
+			t.Errorf("over an appender that copies labels: %v, the limits appender says it copies: %v", copies, ok && c.CopiesLabels())
+		}
 	}
 }

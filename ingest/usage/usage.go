@@ -155,39 +155,45 @@ type teamKey struct{ team, namespace string }
 
 // batch aggregates one request: a small map, added to the shared counters
 // once the store accepted the request. The last group is kept aside, as a
-// request's samples usually come series after series.
+// request's samples usually come series after series. Nothing of the
+// labels it is given is kept (its keys are copies), so the appender may be
+// handed labels whose memory is reused (CopiesLabels).
 type batch struct {
-	m    map[teamKey]*int64
-	last teamKey
-	n    *int64
+	m    map[teamKey]*teamCount
+	last *teamCount
+}
+
+// teamCount is one group's count in a batch, under its own copy of the key.
+type teamCount struct {
+	k teamKey
+	n int64
 }
 
 // add counts n for the labels ls. Label values are copied only when a new
 // key enters the map.
 func (b *batch) add(ls labels.Labels, n int64) {
 	k := teamKey{ls.Get(LabelTeam), ls.Get(LabelNamespace)}
-	if b.n != nil && k == b.last {
-		*b.n += n
+	if b.last != nil && k == b.last.k {
+		b.last.n += n
 		return
 	}
 	if b.m == nil {
-		b.m = map[teamKey]*int64{}
+		b.m = map[teamKey]*teamCount{}
 	}
 	c := b.m[k]
 	if c == nil {
-		k = teamKey{strings.Clone(k.team), strings.Clone(k.namespace)}
-		c = new(int64)
-		b.m[k] = c
+		c = &teamCount{k: teamKey{strings.Clone(k.team), strings.Clone(k.namespace)}}
+		b.m[c.k] = c
 	}
-	*c += n
-	b.last, b.n = k, c
+	c.n += n
+	b.last = c
 }
 
 // commit adds b to the shared counters of tenant id.
 func (a *Accountant) commit(id string, k kind, b *batch) {
-	for tk, n := range b.m {
-		if *n > 0 {
-			a.countsOf(group{id, tk.team, tk.namespace}).of(k).Add(*n)
+	for _, c := range b.m {
+		if c.n > 0 {
+			a.countsOf(group{id, c.k.team, c.k.namespace}).of(k).Add(c.n)
 		}
 	}
 	*b = batch{}

@@ -56,6 +56,18 @@ func partial(err error) bool {
 	return errors.As(err, &pe)
 }
 
+// CopiesLabels: the appender keeps nothing of the labels it is given (the
+// batch copies its keys), so it copies when what it wraps does; the
+// remote-write decoder then lends it labels in a reused buffer.
+func (ap *appender) CopiesLabels() bool { return copiesLabels(ap.AppenderV2) }
+
+// copiesLabels reports whether app declares it keeps nothing of the labels
+// it is given (storage's appender does).
+func copiesLabels(app promstorage.AppenderV2) bool {
+	c, ok := app.(interface{ CopiesLabels() bool })
+	return ok && c.CopiesLabels()
+}
+
 func (ap *appender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
 	if x, ok := ap.AppenderV2.(interface {
 		AppendExemplars(promstorage.SeriesRef, labels.Labels, []exemplar.Exemplar) (promstorage.SeriesRef, error)

@@ -73,8 +73,49 @@ type Mapping struct {
 	aliasRefs map[string][]aliasRef
 	aliases   map[string]struct{}
 	filter    [64]uint64
-	// nameFilter is filter's counterpart over the canonical names.
-	nameFilter [64]uint64
+	// table finds a label name's rule and alias references in one probe
+	// (Scan.Observe, once per label of a series that may have aliases).
+	table nameTable
+}
+
+// nameTable is an open-addressing hash table over the canonical names and
+// aliases, at most half full, hashed on a name's length and its first and
+// last bytes: cheaper than a map's hash of the whole string, and the names
+// are few.
+type nameTable struct {
+	slots []nameEntry
+	mask  uint32
+}
+
+type nameEntry struct {
+	name string
+	rule int        // the rule named name; -1 when name is only an alias
+	refs []aliasRef // the rules name is an alias of (not its own name)
+}
+
+func nameHash(name string) uint32 {
+	h := uint32(len(name))*2654435761 ^ uint32(name[0])*0x85ebca6b ^ uint32(name[len(name)-1])*0xc2b2ae35
+	return h ^ h>>15
+}
+
+// entry returns name's entry, creating it when create (while building).
+func (t *nameTable) entry(name string, create bool) *nameEntry {
+	if len(t.slots) == 0 || name == "" {
+		return nil
+	}
+	for i := nameHash(name) & t.mask; ; i = (i + 1) & t.mask {
+		e := &t.slots[i]
+		switch {
+		case e.name == name:
+			return e
+		case e.name == "":
+			if !create {
+				return nil
+			}
+			e.name, e.rule = name, -1
+			return e
+		}
+	}
 }
 
 type aliasRef struct{ rule, rank int }
@@ -105,16 +146,25 @@ func New(opts Options) (*Mapping, error) {
 		rules = append(rules, Rule{Name: r.Name, Aliases: append([]string(nil), r.Aliases...)})
 	}
 	m := &Mapping{rules: rules, names: map[string]int{}, aliasRefs: map[string][]aliasRef{}, aliases: map[string]struct{}{}}
+	n := 0
+	for _, r := range rules {
+		n += 1 + len(r.Aliases)
+	}
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	m.table = nameTable{slots: make([]nameEntry, size), mask: uint32(size - 1)}
 	for i, r := range rules {
 		m.names[r.Name] = i
-		if len(r.Name) < len(m.nameFilter) {
-			m.nameFilter[len(r.Name)] |= 1 << (r.Name[0] & 63)
-		}
+		m.table.entry(r.Name, true).rule = i
 		for rank, a := range r.Aliases {
 			if a == r.Name {
 				continue
 			}
 			m.aliasRefs[a] = append(m.aliasRefs[a], aliasRef{rule: i, rank: rank + 1})
+			e := m.table.entry(a, true)
+			e.refs = append(e.refs, aliasRef{rule: i, rank: rank + 1})
 			m.aliases[a] = struct{}{}
 			if len(a) < len(m.filter) {
 				m.filter[len(a)] |= 1 << (a[0] & 63)
@@ -263,15 +313,14 @@ func (s *Scan) Observe(name, value string) {
 	if m == nil || value == "" || name == "" {
 		return
 	}
-	if len(name) >= len(m.nameFilter) || m.nameFilter[len(name)]&(1<<(name[0]&63)) != 0 {
-		if i, ok := m.names[name]; ok {
-			s.rule(i).has = true
-		}
-	}
-	if !m.MaybeAlias(name) {
+	e := m.table.entry(name, false)
+	if e == nil {
 		return
 	}
-	for _, ref := range m.aliasRefs[name] {
+	if e.rule >= 0 {
+		s.rule(e.rule).has = true
+	}
+	for _, ref := range e.refs {
 		if f := s.rule(ref.rule); f.rank == 0 || ref.rank < f.rank {
 			f.rank, f.value = ref.rank, value
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/weftdb/weft/index/tenant"
+	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/query"
@@ -513,10 +514,7 @@ func checkSeriesLabels(id string, t TenantLimits, ls labels.Labels) *LimitError 
 
 // CopiesLabels: the appender keeps nothing of the labels it is given (an
 // error message formats a copy), so it copies when what it wraps does.
-func (ap *limitedAppender) CopiesLabels() bool {
-	c, ok := ap.AppenderV2.(interface{ CopiesLabels() bool })
-	return ok && c.CopiesLabels()
-}
+func (ap *limitedAppender) CopiesLabels() bool { return ingest.CopiesLabels(ap.AppenderV2) }
 
 func (ap *limitedAppender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
 	if x, ok := ap.AppenderV2.(interface {

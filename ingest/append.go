@@ -51,6 +51,15 @@ func (r *Result) RejectedTotal() int {
 // a new allocation each.
 type labelCopier interface{ CopiesLabels() bool }
 
+// CopiesLabels reports whether app says it keeps nothing of the labels it
+// is given (labelCopier). An appender that wraps another and keeps no
+// labels itself answers CopiesLabels with this of the one it wraps, so the
+// decoder can still lend it labels in its reused buffer.
+func CopiesLabels(app storage.AppenderV2) bool {
+	c, ok := app.(labelCopier)
+	return ok && c.CopiesLabels()
+}
+
 // Append validates every series and appends the valid ones to app, in
 // request order. It neither commits nor rolls back: that is the caller's.
 //
@@ -74,8 +83,7 @@ func (b *Batch) Append(ctx context.Context, app storage.AppenderV2) (Result, err
 	if o.MaxFutureSkew >= 0 {
 		maxT = timestamp.FromTime(o.Now().Add(o.MaxFutureSkew))
 	}
-	c, ok := app.(labelCopier)
-	b.borrow = ok && c.CopiesLabels()
+	b.borrow = CopiesLabels(app)
 	b.rej.reset()
 	for i := range b.series {
 		if i%ctxCheckEvery == 0 {

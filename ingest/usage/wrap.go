@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/ingest/loki"
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/storage/logstore"
@@ -59,14 +60,7 @@ func partial(err error) bool {
 // CopiesLabels: the appender keeps nothing of the labels it is given (the
 // batch copies its keys), so it copies when what it wraps does; the
 // remote-write decoder then lends it labels in a reused buffer.
-func (ap *appender) CopiesLabels() bool { return copiesLabels(ap.AppenderV2) }
-
-// copiesLabels reports whether app declares it keeps nothing of the labels
-// it is given (storage's appender does).
-func copiesLabels(app promstorage.AppenderV2) bool {
-	c, ok := app.(interface{ CopiesLabels() bool })
-	return ok && c.CopiesLabels()
-}
+func (ap *appender) CopiesLabels() bool { return ingest.CopiesLabels(ap.AppenderV2) }
 
 func (ap *appender) AppendExemplars(ref promstorage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (promstorage.SeriesRef, error) {
 	if x, ok := ap.AppenderV2.(interface {

@@ -128,9 +128,10 @@ func (ix *Index) GetOrCreateFunc(kind Kind, ls labels.Labels, t int64, check fun
 
 // GetOrCreateTenant is GetOrCreateFunc for the stream of tenant tid ("":
 // none) whose labels are ls plus tenant.LabelName=tid. ls must not have
-// tenant.LabelName. An existing stream is found without building its label
-// set, so a tenant's writes cost what single-tenant writes cost; check sees
-// the whole label set.
+// tenant.LabelName. Neither an existing stream nor a new one needs that
+// label set built: the tenant's pair is matched and interned beside ls's,
+// so a tenant's writes cost what single-tenant writes cost. check sees ls
+// as given, without the tenant label.
 func (ix *Index) GetOrCreateTenant(kind Kind, tid string, ls labels.Labels, t int64, check func(labels.Labels) error) (id ID, created bool, err error) {
 	if !kind.valid() {
 		return 0, false, fmt.Errorf("get or create stream: %w: %d", ErrInvalidKind, kind)
@@ -154,10 +155,6 @@ func (ix *Index) GetOrCreateTenant(kind Kind, tid string, ls labels.Labels, t in
 	if ls.Has(tenant.LabelName) {
 		return 0, false, fmt.Errorf("get or create stream: %w", ErrReservedLabel)
 	}
-	if tid != "" { // a new stream: its whole label set
-		ls = tenant.Add(ls, tid)
-		tid = ""
-	}
 	if check != nil {
 		if err := check(ls); err != nil {
 			return 0, false, err
@@ -170,13 +167,13 @@ func (ix *Index) GetOrCreateTenant(kind Kind, tid string, ls labels.Labels, t in
 	}
 
 	var refBuf [encScratch]uint32
-	refs := ix.syms.internLabels(ls, refBuf[:0])
+	refs := ix.syms.internTenantLabels(ls, tid, refBuf[:0])
 	var encBuf [encScratch * 2]byte
 	enc := ix.encs.copyOf(appendLabelRefs(encBuf[:0], refs))
 
 	hs.mu.Lock()
 	if hs.inserts != inserts {
-		if id, r, ok := ix.lookupLocked(hs, h, kind, "", ls); ok {
+		if id, r, ok := ix.lookupLocked(hs, h, kind, tid, ls); ok {
 			hs.mu.Unlock()
 			ix.touchRec(id, r, t)
 			return id, false, nil

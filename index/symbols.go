@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // Value pages hold interned strings by reference; a page, once allocated, is
@@ -150,9 +152,17 @@ func (s *symbols) internPair(name, value string) (uint32, uint32) {
 // then overlap instead of following each other, and a home slot found empty
 // needs no probe at all.
 func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
+	return s.internTenantLabels(ls, "", refs)
+}
+
+// internTenantLabels is internLabels for ls plus the label
+// tenant.LabelName=tid (none when tid is ""), whose pair it interns and
+// appends at its place in label order without that label set being built.
+// ls must not have tenant.LabelName when tid is not "".
+func (s *symbols) internTenantLabels(ls labels.Labels, tid string, refs []uint32) []uint32 {
 	start := len(refs)
 	sc := s.schema.Load()
-	refs, schemaOK, n := s.internLabelsLocking(ls, refs, sc)
+	refs, schemaOK, n := s.internLabelsLocking(ls, tid, refs, sc)
 	if !(schemaOK && n == len(sc.names)) && !sameSchema(sc, refs[start:]) {
 		s.storeSchema(refs[start:])
 	}
@@ -164,7 +174,7 @@ func (s *symbols) internLabels(ls labels.Labels, refs []uint32) []uint32 {
 // that a caller recovers, as net/http does, must not leave every later
 // interner blocked. It returns refs, whether ls followed schema sc, and how
 // many labels it walked.
-func (s *symbols) internLabelsLocking(ls labels.Labels, refs []uint32, sc *nameSchema) ([]uint32, bool, int) {
+func (s *symbols) internLabelsLocking(ls labels.Labels, tid string, refs []uint32, sc *nameSchema) ([]uint32, bool, int) {
 	schemaOK := sc != nil
 	var dicts []*valueDict // by name ref; loaded under the lock, so it covers every name in s.names and in sc
 	locked := false        // the write lock is held (else the read lock)
@@ -186,7 +196,7 @@ func (s *symbols) internLabelsLocking(ls labels.Labels, refs []uint32, sc *nameS
 		}
 	}()
 	dicts = *s.dicts.Load()
-	ls.Range(func(l labels.Label) {
+	one := func(l labels.Label) {
 		var rn uint32
 		if schemaOK && i < len(sc.names) && sc.names[i] == l.Name {
 			rn = sc.refs[i]
@@ -225,7 +235,17 @@ func (s *symbols) internLabelsLocking(ls labels.Labels, refs []uint32, sc *nameS
 			}
 		}
 		refs = append(refs, rn, rv)
+	}
+	ls.Range(func(l labels.Label) {
+		if tid != "" && l.Name > tenant.LabelName {
+			one(labels.Label{Name: tenant.LabelName, Value: tid})
+			tid = ""
+		}
+		one(l)
 	})
+	if tid != "" {
+		one(labels.Label{Name: tenant.LabelName, Value: tid})
+	}
 	// The home slots were loaded under the read lock; once the write lock
 	// was taken (which released the read lock) they may be stale.
 	for k := range deferred[:nd] {

@@ -75,3 +75,53 @@ func TestTenantStreams(t *testing.T) {
 		t.Errorf("a single-tenant stream naming the reserved label was created")
 	}
 }
+
+// TestTenantLabelPlace: a tenant's new stream is stored as its whole label
+// set, the tenant's label at its place in label order (first, between or
+// last), and is found again by that label set and by (tenant, labels),
+// before and after a reopen.
+func TestTenantLabelPlace(t *testing.T) {
+	e := newTestEnv(t, DefaultOptions())
+	sets := []labels.Labels{
+		labels.FromStrings("job", "x"),
+		labels.FromStrings("__name__", "up", "job", "x"),
+		labels.FromStrings("A", "b", "__name__", "up"),
+		labels.FromStrings("__a__", "1", "__z__", "2", "b", "3"),
+	}
+	var checked []string
+	ids := map[int]ID{}
+	for i, ls := range sets {
+		id, created, err := e.ix.GetOrCreateTenant(KindMetric, "team-a", ls, 1, func(got labels.Labels) error {
+			checked = append(checked, got.String())
+			return nil
+		})
+		if err != nil || !created {
+			t.Fatalf("create %s: %v %v", ls, created, err)
+		}
+		ids[i] = id
+		if checked[len(checked)-1] != ls.String() {
+			t.Errorf("check saw %s, want %s", checked[len(checked)-1], ls)
+		}
+	}
+	check := func(ix *Index) {
+		t.Helper()
+		for i, ls := range sets {
+			full := tenant.Add(ls, "team-a")
+			if got, _ := ix.Labels(ids[i], nil); !labels.Equal(got, full) {
+				t.Errorf("labels of %d = %s, want %s", ids[i], got, full)
+			}
+			if got, created, err := ix.GetOrCreateTenant(KindMetric, "team-a", ls, 2, nil); err != nil || created || got != ids[i] {
+				t.Errorf("%s of team-a again: %d %v %v, want %d", ls, got, created, err, ids[i])
+			}
+			if got, created, err := ix.GetOrCreate(KindMetric, full, 2); err != nil || created || got != ids[i] {
+				t.Errorf("%s: %d %v %v, want %d", full, got, created, err, ids[i])
+			}
+			bm, err := ix.Postings(context.Background(), KindMetric, 0, 10, labels.MustNewMatcher(labels.MatchEqual, tenant.LabelName, "team-a"))
+			if err != nil || !bm.Contains(uint64(ids[i])) {
+				t.Errorf("postings of team-a lack %d: %v %v", ids[i], bm, err)
+			}
+		}
+	}
+	check(e.ix)
+	check(e.reopen())
+}

@@ -178,9 +178,9 @@ func (a *appender) seriesFor(ref promstorage.SeriesRef, ls labels.Labels, t int6
 	s := db.series.getOrCreate(id)
 	if created {
 		db.stats.seriesNew.Add(1)
-		ls = tenant.Add(ls, a.tenant) // the WAL keeps the whole label set
 		frame, start := wal.BeginRecord(a.frame[:0])
-		frame = record.AppendSeries(frame, []record.Series{{Kind: 1, ID: id, Labels: ls}})
+		// The WAL keeps the whole label set, the tenant's label with it.
+		frame = record.AppendSeries(frame, []record.Series{{Kind: 1, ID: id, Labels: ls, Tenant: a.tenant}})
 		a.frame = wal.EndRecord(frame, start)
 		if _, err := db.wal.LogForce(a.frame); err != nil {
 			return nil, fmt.Errorf("log series: %w", err)

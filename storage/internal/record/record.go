@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // Type is the first byte of every record.
@@ -41,6 +43,11 @@ type Series struct {
 	Kind   uint8
 	ID     uint64
 	Labels labels.Labels
+	// Tenant, when not "", is encoded as one more label of Labels,
+	// tenant.LabelName, at its place in label order (the record is the
+	// whole label set without it being built): the decoder returns it among
+	// Labels. Labels must not have tenant.LabelName then.
+	Tenant string
 }
 
 // Sample is a float sample entry.
@@ -103,7 +110,22 @@ func AppendSeries(b []byte, ss []Series) []byte {
 	for _, s := range ss {
 		b = append(b, s.Kind)
 		b = binary.AppendUvarint(b, s.ID)
-		b = appendLabels(b, s.Labels)
+		if s.Tenant == "" {
+			b = appendLabels(b, s.Labels)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(s.Labels.Len()+1))
+		added := false
+		s.Labels.Range(func(l labels.Label) {
+			if !added && l.Name > tenant.LabelName {
+				b = appendString(appendString(b, tenant.LabelName), s.Tenant)
+				added = true
+			}
+			b = appendString(appendString(b, l.Name), l.Value)
+		})
+		if !added {
+			b = appendString(appendString(b, tenant.LabelName), s.Tenant)
+		}
 	}
 	return b
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -74,4 +76,25 @@ func FuzzDecode(f *testing.F) {
 		var out Decoded
 		_ = d.Decode(b, &out)
 	})
+}
+
+// TestSeriesTenant: a series record with a Tenant is byte for byte the record
+// of its whole label set, whatever the tenant label's place among the others.
+func TestSeriesTenant(t *testing.T) {
+	for _, ls := range []labels.Labels{
+		labels.FromStrings("job", "x"),                           // the tenant's label first
+		labels.FromStrings("__name__", "up", "job", "x"),         // between
+		labels.FromStrings("A", "b", "__name__", "up"),           // last
+		labels.FromStrings("__a__", "1", "__z__", "2", "b", "3"), // between two reserved-looking names
+	} {
+		got := AppendSeries(nil, []Series{{Kind: 1, ID: 3, Labels: ls, Tenant: "team-a"}, {Kind: 1, ID: 4, Labels: ls}})
+		want := AppendSeries(nil, []Series{{Kind: 1, ID: 3, Labels: tenant.Add(ls, "team-a")}, {Kind: 1, ID: 4, Labels: ls}})
+		if string(got) != string(want) {
+			t.Errorf("%s: record %x, want %x", ls, got, want)
+		}
+		var out Decoded
+		if err := new(Decoder).Decode(got, &out); err != nil || tenant.Of(out.Series[0].Labels) != "team-a" {
+			t.Errorf("%s: decoded %v, %v", ls, out.Series, err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -143,6 +144,11 @@ func TestPostingsDifferential(t *testing.T) {
 	regexps := []string{"a", "a|b", "a|ab|x", ".*", ".+", "", "|a", "a.*", "ab.*", "trainer-.*", ".*1", "a.*c", "[ab]+", "(a|b)c?", "(?i)A", ".*a.*", "x|"}
 	uidRegexps := []string{"1.*", ".*7", "[0-9]{2}", "1|22|333", ".+", "|5"}
 	randMatcher := func() *labels.Matcher {
+		if rng.IntN(6) == 0 {
+			// A stream or two: a set regexp beside it checks these
+			// candidates' values instead of building its union.
+			return mustMatcher(t, labels.MatchEqual, "uid", strconv.Itoa(rng.IntN(400)))
+		}
 		if rng.IntN(5) == 0 {
 			return mustMatcher(t, labels.MatchType(2+rng.IntN(2)), "uid", uidRegexps[rng.IntN(len(uidRegexps))])
 		}
@@ -258,5 +264,39 @@ func TestPrefixIndexUnderChurn(t *testing.T) {
 				t.Fatalf("round %d %v: got %v, want %v", round, m, got, want)
 			}
 		}
+	}
+}
+
+// TestPostingsSetBesideNeighbour: a regexp over literal alternatives next
+// to a selective matcher (a tenant of 10 streams beside one of 10,000 that
+// shares its names) checks the few candidates' values, and next to an
+// unselective one builds the union; both answer exactly.
+func TestPostingsSetBesideNeighbour(t *testing.T) {
+	ix, _, _ := testIndex(t, Options{})
+	want := map[string][]ID{}
+	for _, team := range []struct {
+		name string
+		n    int
+	}{{"small", 10}, {"big", 10_000}} {
+		for i := range team.n {
+			id := mustCreate(t, ix, KindMetric, labels.FromStrings("__name__", fmt.Sprintf("gpu_m%d", i%10), "pod", fmt.Sprintf("%s-%d", team.name, i), "team", team.name), 1)
+			if m := i % 10; m == 1 || m == 3 || m == 7 {
+				want[team.name] = append(want[team.name], id)
+			}
+		}
+	}
+	for _, team := range []string{"small", "big"} {
+		for _, re := range []string{"gpu_m1|gpu_m3|gpu_m7", "gpu_m7|gpu_m3|gpu_m1|gpu_m99"} {
+			got := mustPostings(t, ix, KindMetric, 0, 10,
+				mustMatcher(t, labels.MatchEqual, "team", team), mustMatcher(t, labels.MatchRegexp, "__name__", re))
+			w := slices.Clone(want[team])
+			slices.Sort(w)
+			if !slices.Equal(got, w) {
+				t.Errorf("team %s, __name__=~%q: %d streams %v, want %d", team, re, len(got), got, len(w))
+			}
+		}
+	}
+	if got := mustPostings(t, ix, KindMetric, 0, 10, mustMatcher(t, labels.MatchEqual, "team", "small"), mustMatcher(t, labels.MatchRegexp, "__name__", "nope|gone")); len(got) != 0 {
+		t.Errorf("alternatives no stream has: %v", got)
 	}
 }

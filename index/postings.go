@@ -190,20 +190,20 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 				ix.subtractNonMatching(res, pl.nameRef, pl.ne, pl.m)
 			}
 		case pl.set:
-			if res != nil && res.GetCardinality() < pl.est/setFilterRatio {
+			switch {
+			case res == nil:
+				var u postUnion
+				for _, l := range pl.lists {
+					u.add(l)
+				}
+				res, owned = u.result(), true
+			case res.GetCardinality() < pl.est/setFilterRatio:
 				res, owned = ix.filterCandidates(res, pl.nameRef, pl.m), true
-				break
-			}
-			var u postUnion
-			for _, l := range pl.lists {
-				u.add(l)
-			}
-			bm := u.result()
-			if res == nil {
-				res, owned = bm, true
-			} else {
-				bm.And(res)
-				res, owned = bm, true
+			default:
+				// res is at most the union's size (plans run smallest
+				// first): intersect it with each list and unite the
+				// parts, instead of building the union first.
+				res, owned = intersectEach(res, pl.lists), true
 			}
 		case pl.deferred:
 			if res != nil && res.GetCardinality() < uint64(pl.ne.values.len()/filterRatio) {
@@ -303,6 +303,24 @@ func (ix *Index) nonMatchingFast(nameRef uint32, ne *nameEntry, m *labels.Matche
 		}
 	}
 	return nil, true
+}
+
+// intersectEach returns the union of res ∩ l over lists, as a new bitmap.
+func intersectEach(res *roaring64.Bitmap, lists []postList) *roaring64.Bitmap {
+	out := roaring64.New()
+	var ids []uint64
+	for _, l := range lists {
+		if bm := l.big(); bm != nil {
+			out.Or(roaring64.And(res, bm))
+			continue
+		}
+		for _, id := range l.appendIDs(ids[:0]) {
+			if res.Contains(id) {
+				out.Add(id)
+			}
+		}
+	}
+	return out
 }
 
 // positiveSet returns the literal alternatives of a regexp matcher that

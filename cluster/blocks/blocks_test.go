@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -232,5 +234,100 @@ func TestBuildAndRead(t *testing.T) {
 	vals, err := r.LabelValues(ctx, "job", data.UnixNano(), data.Add(time.Minute).UnixNano())
 	if err != nil || fmt.Sprint(vals) != "[train]" {
 		t.Fatalf("label values %v, %v", vals, err)
+	}
+}
+
+// idleLog is a Log with nothing in it.
+type idleLog struct{}
+
+func (idleLog) Committed(context.Context) (map[int32]int64, error) { return map[int32]int64{}, nil }
+func (idleLog) Start(map[int32]int64)                              {}
+func (idleLog) Poll(ctx context.Context) (kafkalog.Poll, error) {
+	<-ctx.Done()
+	return kafkalog.Poll{}, ctx.Err()
+}
+func (idleLog) Commit(context.Context, map[int32]int64) error { return nil }
+
+// TestRetention: the builder deletes its partitions' blocks whose newest
+// data is past the retention, meta.json and every file, and leaves newer
+// blocks and other builders' partitions alone; the loop started by Start
+// does the same.
+func TestRetention(t *testing.T) {
+	ctx := context.Background()
+	bucket, err := NewFSBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	put := func(p int32, first int64, maxTime time.Time) string {
+		t.Helper()
+		dir := t.TempDir()
+		for _, f := range []string{"pebble/000001.sst", "pebble/MANIFEST-000001"} {
+			if err := os.MkdirAll(filepath.Join(dir, "pebble"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := &Meta{Version: MetaVersion, ID: BlockID(p, first), Partition: p, MinTime: maxTime.Add(-2 * time.Hour).UnixMilli(), MaxTime: maxTime.UnixMilli()}
+		if err := upload(ctx, bucket, dir, m); err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	old := put(0, 0, now.Add(-49*time.Hour))
+	fresh := put(0, 100, now.Add(-47*time.Hour))
+	otherOld := put(1, 0, now.Add(-72*time.Hour))
+	objects := func() string {
+		t.Helper()
+		names, err := bucket.List(ctx, Prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(names, " ")
+	}
+	b, err := NewBuilder(BuilderOptions{Partitions: []int32{0}, ScratchDir: t.TempDir(), Retention: 48 * time.Hour, Now: func() time.Time { return now }}, idleLog{}, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.ApplyRetention(ctx); err != nil || n != 1 {
+		t.Fatalf("ApplyRetention = %d, %v; want 1 block deleted", n, err)
+	}
+	got := objects()
+	if strings.Contains(got, old) {
+		t.Errorf("objects of the expired block %s remain: %s", old, got)
+	}
+	for _, id := range []string{fresh, otherOld} {
+		for _, o := range []string{"/meta.json", "/store/pebble/000001.sst", "/store/pebble/MANIFEST-000001"} {
+			if !strings.Contains(got, Prefix+id+o) {
+				t.Errorf("%s%s was deleted: %s", id, o, got)
+			}
+		}
+	}
+	if n, err := b.ApplyRetention(ctx); err != nil || n != 0 {
+		t.Fatalf("second pass = %d, %v; want nothing", n, err)
+	}
+
+	// The loop: a day later the fresh block goes too.
+	now = now.Add(24 * time.Hour)
+	lb, err := NewBuilder(BuilderOptions{Partitions: []int32{0}, ScratchDir: t.TempDir(), Retention: 48 * time.Hour, RetentionInterval: 10 * time.Millisecond,
+		Now: func() time.Time { return now }}, idleLog{}, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Contains(objects(), fresh) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	lb.Stop()
+	if got := objects(); strings.Contains(got, fresh) || !strings.Contains(got, otherOld) {
+		t.Errorf("after the loop's pass: %s", got)
+	}
+	if _, err := NewBuilder(BuilderOptions{Partitions: []int32{0}, ScratchDir: t.TempDir(), Retention: -time.Hour}, idleLog{}, bucket); err == nil {
+		t.Error("a negative retention was accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,7 +55,15 @@ type BuilderOptions struct {
 	Logger *slog.Logger
 	// Registerer receives the builder's metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Now is the clock (closing idle windows); nil means time.Now.
+	// Retention deletes the builder's partitions' blocks whose newest data
+	// (MaxTime) is older than this; 0 keeps them forever (or leaves it to
+	// the object store's lifecycle rules).
+	Retention time.Duration
+	// RetentionInterval is how often the bucket is checked for blocks
+	// past Retention. Default min(Retention/10, 1h), at least 1s.
+	RetentionInterval time.Duration
+	// Now is the clock (closing idle windows, retention); nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -78,8 +87,9 @@ type Builder struct {
 	started  bool
 	uploaded int
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	retired chan struct{} // closed when the retention loop ends
 }
 
 // window is one partition's block being built.
@@ -113,6 +123,12 @@ func NewBuilder(opts BuilderOptions, log Log, bucket Bucket) (*Builder, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Retention < 0 {
+		return nil, fmt.Errorf("block builder: negative retention %s", opts.Retention)
+	}
+	if opts.RetentionInterval <= 0 {
+		opts.RetentionInterval = max(min(opts.Retention/10, time.Hour), time.Second)
+	}
 	b := &Builder{opts: opts, log: log, bucket: bucket, logger: opts.Logger, windows: map[int32]*window{}, hwm: map[int32]int64{}}
 	b.m = newBuilderMetrics(opts.Registerer)
 	return b, nil
@@ -135,8 +151,9 @@ func (b *Builder) Start(ctx context.Context) error {
 	b.started = true
 	b.mu.Unlock()
 	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	b.done = make(chan struct{})
+	b.done, b.retired = make(chan struct{}), make(chan struct{})
 	go b.run(ctx)
+	go b.retain(ctx)
 	return nil
 }
 
@@ -148,6 +165,7 @@ func (b *Builder) Stop() {
 	}
 	b.cancel()
 	<-b.done
+	<-b.retired
 	for p, w := range b.windows {
 		_ = w.sub.Close()
 		_ = os.RemoveAll(w.dir)
@@ -191,6 +209,65 @@ func (b *Builder) run(ctx context.Context) {
 		}
 		b.closeIdle(ctx)
 	}
+}
+
+// retain applies the retention every RetentionInterval until ctx ends.
+func (b *Builder) retain(ctx context.Context) {
+	defer close(b.retired)
+	if b.opts.Retention <= 0 {
+		return
+	}
+	for {
+		if _, err := b.ApplyRetention(ctx); err != nil && ctx.Err() == nil {
+			b.logger.Warn("block_retention_failed", "err", err)
+		}
+		if !wait.Sleep(ctx, b.opts.RetentionInterval) {
+			return
+		}
+	}
+}
+
+// ApplyRetention deletes the blocks of the builder's partitions whose
+// newest data is older than Retention and returns how many it deleted. A
+// block's meta.json goes first, so that readers stop listing it before its
+// files go; a deletion cut short leaves files without a meta.json, which
+// readers ignore and the next pass does not see (the object store's
+// lifecycle rules, or an operator, remove such leftovers). Other builders'
+// partitions are left to them. With no Retention it does nothing.
+func (b *Builder) ApplyRetention(ctx context.Context) (int, error) {
+	if b.opts.Retention <= 0 {
+		return 0, nil
+	}
+	ids, err := listBlocks(ctx, b.bucket)
+	if err != nil {
+		return 0, fmt.Errorf("block retention: %w", err)
+	}
+	cutoff := b.opts.Now().Add(-b.opts.Retention).UnixMilli()
+	deleted := 0
+	for _, id := range ids {
+		m, err := readMeta(ctx, b.bucket, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("block retention: %w", err)
+		}
+		if !slices.Contains(b.opts.Partitions, m.Partition) || m.MaxTime >= cutoff {
+			continue
+		}
+		if err := b.bucket.Delete(ctx, metaPath(id)); err != nil {
+			return deleted, fmt.Errorf("block retention: %w", err)
+		}
+		for _, f := range m.Files {
+			if err := b.bucket.Delete(ctx, Prefix+id+"/"+f.Path); err != nil {
+				return deleted, fmt.Errorf("block retention: %s: %w", id, err)
+			}
+		}
+		deleted++
+		b.m.deleted.Inc()
+		b.logger.Info("block_deleted", "block", id, "max_time", time.UnixMilli(m.MaxTime).UTC(), "retention", b.opts.Retention)
+	}
+	return deleted, nil
 }
 
 func (b *Builder) align(t time.Time) int64 {
@@ -336,9 +413,9 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 }
 
 type builderMetrics struct {
-	uploads, failures, bytes, corrupt prometheus.Counter
-	duration                          prometheus.Histogram
-	lastWindow                        prometheus.Gauge
+	uploads, failures, bytes, corrupt, deleted prometheus.Counter
+	duration                                   prometheus.Histogram
+	lastWindow                                 prometheus.Gauge
 }
 
 func newBuilderMetrics(r prometheus.Registerer) *builderMetrics {
@@ -349,6 +426,7 @@ func newBuilderMetrics(r prometheus.Registerer) *builderMetrics {
 		uploads:  c("weft_block_builder_blocks_uploaded_total", "Blocks uploaded to the bucket."),
 		failures: c("weft_block_builder_upload_failures_total", "Block uploads that failed (retried)."),
 		bytes:    c("weft_block_builder_uploaded_bytes_total", "Bytes of the blocks uploaded."),
+		deleted:  c("weft_block_builder_blocks_deleted_total", "Blocks deleted from the bucket by the retention."),
 		corrupt:  c("weft_block_builder_records_corrupt_total", "Records of the ingest log that did not decode and were skipped."),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "weft_block_builder_block_duration_seconds",
 			Help: "Time to flush, upload and commit one block.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
@@ -356,7 +434,7 @@ func newBuilderMetrics(r prometheus.Registerer) *builderMetrics {
 			Help: "End of the record-time window of the last block uploaded (Unix seconds)."}),
 	}
 	if r != nil {
-		r.MustRegister(m.uploads, m.failures, m.bytes, m.corrupt, m.duration, m.lastWindow)
+		r.MustRegister(m.uploads, m.failures, m.bytes, m.corrupt, m.deleted, m.duration, m.lastWindow)
 	}
 	return m
 }

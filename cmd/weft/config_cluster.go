@@ -45,8 +45,9 @@ type clusterConfig struct {
 		} `yaml:"s3"`
 	} `yaml:"blocks"`
 	BlockBuilder struct {
-		Window *duration `yaml:"window"`
-		Grace  *duration `yaml:"grace"`
+		Window    *duration `yaml:"window"`
+		Grace     *duration `yaml:"grace"`
+		Retention *duration `yaml:"retention"`
 	} `yaml:"block_builder"`
 }
 
@@ -83,6 +84,7 @@ func (c *clusterConfig) bind(b binder, co *app.ClusterOptions) {
 	bindVal(b, &s3.Insecure, &bk.S3.Insecure)
 	bindDur(b, &co.BlockBuilder.Window, &c.BlockBuilder.Window)
 	bindDur(b, &co.BlockBuilder.Grace, &c.BlockBuilder.Grace)
+	bindDur(b, &co.BlockBuilder.Retention, &c.BlockBuilder.Retention)
 	if b.export && *bk.S3.SecretKey != "" {
 		bk.S3.SecretKey = ptr(secretPlaceholder)
 	}
@@ -120,7 +122,7 @@ type clusterFlags struct {
 	denyPartial                                               *bool
 	backend, blocksDir, s3Endpoint, s3Bucket, s3Region        *string
 	s3Insecure                                                *bool
-	syncInterval, window, grace                               *time.Duration
+	syncInterval, window, grace, blocksRetention              *time.Duration
 }
 
 func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags {
@@ -146,6 +148,8 @@ func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags 
 		syncInterval: fs.Duration("blocks.sync-interval", d.Blocks.SyncInterval, "querier: how often the bucket is listed for new blocks"),
 		window:       fs.Duration("block-builder.window", d.BlockBuilder.Window, "block builder: record-time width of a block"),
 		grace:        fs.Duration("block-builder.grace", d.BlockBuilder.Grace, "block builder: how long an idle partition's window stays open past its end; 0: a tenth of the window"),
+		blocksRetention: fs.Duration("block-builder.retention", d.BlockBuilder.Retention,
+			"block builder: delete its partitions' blocks whose newest data is older than this; 0 keeps them"),
 	}
 }
 
@@ -205,13 +209,17 @@ func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
 		co.Blocks.S3.Insecure = *f.s3Insecure
 	}
 	for name, v := range map[string]struct{ dst, src *time.Duration }{"blocks.sync-interval": {&co.Blocks.SyncInterval, f.syncInterval},
-		"block-builder.window": {&co.BlockBuilder.Window, f.window}, "block-builder.grace": {&co.BlockBuilder.Grace, f.grace}} {
+		"block-builder.window": {&co.BlockBuilder.Window, f.window}, "block-builder.grace": {&co.BlockBuilder.Grace, f.grace},
+		"block-builder.retention": {&co.BlockBuilder.Retention, f.blocksRetention}} {
 		if set[name] {
 			*v.dst = *v.src
 		}
 	}
 	if err := checkBackend(co.Blocks.Backend); err != nil {
 		return fmt.Errorf("invalid -blocks.backend: %w", err)
+	}
+	if co.BlockBuilder.Retention < 0 {
+		return fmt.Errorf("invalid block builder retention %s: must not be negative", co.BlockBuilder.Retention)
 	}
 	return nil
 }

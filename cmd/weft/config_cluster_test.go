@@ -47,6 +47,7 @@ cluster:
     s3: {endpoint: "s3.local:9000", bucket: weft-blocks, access_key: ak, secret_key: sk, insecure: true}
   block_builder:
     window: 30m
+    retention: 30d
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,8 @@ cluster:
 
 	b := c.Blocks
 	if b.Backend != app.BackendS3 || b.SyncInterval != 5*time.Second || b.S3.Endpoint != "s3.local:9000" || b.S3.Bucket != "other" ||
-		b.S3.AccessKey != "ak" || b.S3.SecretKey != "sk" || !b.S3.Insecure || c.BlockBuilder.Window != 30*time.Minute {
+		b.S3.AccessKey != "ak" || b.S3.SecretKey != "sk" || !b.S3.Insecure || c.BlockBuilder.Window != 30*time.Minute ||
+		c.BlockBuilder.Retention != 30*24*time.Hour {
 		t.Errorf("blocks: %+v builder %+v", b, c.BlockBuilder)
 	}
 
@@ -80,6 +82,7 @@ cluster:
 		{[]string{"-partitions", "0,x"}, "not a partition number"},
 		{[]string{"-kafka.partitions", "-1"}, "must not be negative"},
 		{[]string{"-blocks.backend", "gcs"}, "want filesystem or s3"},
+		{[]string{"-block-builder.retention", "-1h"}, "must not be negative"},
 	} {
 		if _, err := parseFlags(tc.args, &stderr); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)

@@ -270,7 +270,7 @@ func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options
 		sopts := opts.Storage
 		sopts.Logs = opts.LogStore
 		var err error
-		b, err = blocks.NewBuilder(blocks.BuilderOptions{Partitions: parts, Window: c.BlockBuilder.Window, Grace: c.BlockBuilder.Grace,
+		b, err = blocks.NewBuilder(blocks.BuilderOptions{Partitions: parts, Window: c.BlockBuilder.Window, Grace: c.BlockBuilder.Grace, Retention: c.BlockBuilder.Retention,
 			ScratchDir: filepath.Join(opts.DataDir, "block-builder"), Storage: sopts,
 			Logger: logger.With("component", "block builder"), Registerer: reg}, rd, bucket)
 		if err != nil {

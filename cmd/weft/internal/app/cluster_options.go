@@ -84,6 +84,9 @@ type BlockBuilderOptions struct {
 	// Grace is how long an idle partition's window stays open past its
 	// end (default Window/10).
 	Grace time.Duration
+	// Retention deletes the builder's partitions' blocks whose newest
+	// data is older than this (0: keep them).
+	Retention time.Duration
 }
 
 // newBucket opens the configured bucket; nil without one.

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
@@ -85,7 +88,10 @@ var fleetSeries int
 // (its store and the server's engine composition) and by Prometheus' TSDB
 // and engine, through Prometheus' rules manager in both cases. It reports
 // wall and CPU time per round; compare the two sub-benchmarks of one run.
-// WEFT_RULES_BENCH_GPUS sets the fleet size (default 2048 GPUs).
+// WEFT_RULES_BENCH_GPUS sets the fleet size (default 2048 GPUs, 10 series
+// each: 100000 is issue 16's 1M series); WEFT_RULES_BENCH_RULES adds
+// generated rules (benchRules) to the pack's up to that many (issue 16's
+// 200).
 func BenchmarkRuleEvaluation(b *testing.B) {
 	gpus := 2048
 	if v, err := strconv.Atoi(os.Getenv("WEFT_RULES_BENCH_GPUS")); err == nil && v > 0 {
@@ -94,6 +100,9 @@ func BenchmarkRuleEvaluation(b *testing.B) {
 	files, err := filepath.Glob("../rules/*.yml")
 	if err != nil || len(files) == 0 {
 		b.Fatal("no rule pack", err)
+	}
+	if v, err := strconv.Atoi(os.Getenv("WEFT_RULES_BENCH_RULES")); err == nil && v > 0 {
+		files = append(files, benchRules(b, files, v))
 	}
 	end := time.Now().Truncate(time.Minute)
 	for _, backend := range []string{"weft", "prometheus"} {
@@ -153,4 +162,56 @@ func BenchmarkRuleEvaluation(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchRules writes a rule file that brings the rules of files up to n:
+// recording and alerting rules of the shapes the pack and dashboards use
+// (aggregations by host and run, range functions over 5-60 minutes, rates
+// of counters, quantiles, thresholds) over the fleet's metrics, in groups of
+// 10 at 15 s. It returns the file's path.
+func benchRules(b *testing.B, files []string, n int) string {
+	b.Helper()
+	have := 0
+	for _, f := range files {
+		gs, errs := rulefmt.ParseFile(f, false, model.UTF8Validation, query.NewParser(), slog.New(slog.DiscardHandler))
+		if len(errs) > 0 {
+			b.Fatal(errs)
+		}
+		for _, g := range gs.Groups {
+			have += len(g.Rules)
+		}
+	}
+	gauges := []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "gpu_agent_gpu_failed", "training_step_compute_seconds"}
+	counters := []string{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "weft_gpu_xid_errors_total", "training_step_total"}
+	shapes := []func(g, c string) (string, bool){ // expression, alerting
+		func(g, _ string) (string, bool) { return "avg by (Hostname) (" + g + ")", false },
+		func(g, _ string) (string, bool) { return "max by (run_id) (" + g + ")", false },
+		func(_, c string) (string, bool) { return "sum by (run_id) (rate(" + c + "[5m]))", false },
+		func(g, _ string) (string, bool) { return "avg_over_time(" + g + "[5m])", false },
+		func(g, _ string) (string, bool) { return "quantile by (run_id) (0.9, " + g + ")", false },
+		func(_, c string) (string, bool) { return "increase(" + c + "[1h]) > 1e18", true },
+		func(g, _ string) (string, bool) { return "max_over_time(" + g + "[10m]) > 1e9", true },
+		func(g, _ string) (string, bool) { return "count by (Hostname) (" + g + ") < 1", true },
+		func(_, c string) (string, bool) { return "sum by (Hostname) (irate(" + c + "[2m]))", false },
+		func(g, _ string) (string, bool) { return "abs(delta(" + g + "[15m])) > 1e9", true },
+	}
+	var sb strings.Builder
+	sb.WriteString("groups:\n")
+	for i := 0; have+i < n; i++ {
+		if i%10 == 0 {
+			fmt.Fprintf(&sb, "  - name: bench-%d\n    interval: 15s\n    rules:\n", i/10)
+		}
+		m := i / len(shapes) % len(gauges)
+		expr, alert := shapes[i%len(shapes)](gauges[m], counters[m])
+		if alert {
+			fmt.Fprintf(&sb, "      - alert: BenchAlert%d\n        expr: %s\n        for: 5m\n        labels: {severity: info}\n", i, expr)
+		} else {
+			fmt.Fprintf(&sb, "      - record: bench:rule%d\n        expr: %s\n", i, expr)
+		}
+	}
+	path := filepath.Join(b.TempDir(), "bench-rules.yml")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }

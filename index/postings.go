@@ -314,7 +314,8 @@ func intersectEach(res *roaring64.Bitmap, lists []postList) *roaring64.Bitmap {
 			out.Or(roaring64.And(res, bm))
 			continue
 		}
-		for _, id := range l.appendIDs(ids[:0]) {
+		ids = l.appendIDs(ids[:0])
+		for _, id := range ids {
 			if res.Contains(id) {
 				out.Add(id)
 			}

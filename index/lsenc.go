@@ -220,7 +220,7 @@ func (s *symbols) equalLabels(enc string, ls labels.Labels, tid string) bool {
 		if !eq {
 			return
 		}
-		if tid != "" && l.Name > tenant.LabelName {
+		if tid != "" && tenant.SortsAfter(l.Name) {
 			one(tenant.LabelName, tid)
 			tid = ""
 			if !eq {

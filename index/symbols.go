@@ -237,7 +237,7 @@ func (s *symbols) internLabelsLocking(ls labels.Labels, tid string, refs []uint3
 		refs = append(refs, rn, rv)
 	}
 	ls.Range(func(l labels.Label) {
-		if tid != "" && l.Name > tenant.LabelName {
+		if tid != "" && tenant.SortsAfter(l.Name) {
 			one(labels.Label{Name: tenant.LabelName, Value: tid})
 			tid = ""
 		}

@@ -161,6 +161,18 @@ func WriteID(ctx context.Context) (string, error) {
 	return id, nil
 }
 
+// SortsAfter reports whether the label name sorts after LabelName, where
+// the tenant's label goes in a sorted label set. It decides on the first
+// byte for every name that does not start with '_' (most names start with
+// a lowercase letter): it runs per label on the write path of every tenant
+// sample.
+func SortsAfter(name string) bool {
+	if name != "" && name[0] != '_' {
+		return name[0] > '_'
+	}
+	return name > LabelName
+}
+
 // Add returns ls with LabelName set to id; ls itself when id is "". ls must
 // not have LabelName (see Reserved). It builds the label set in one pass:
 // it is on the write path of every sample of a tenant.
@@ -171,7 +183,7 @@ func Add(ls labels.Labels, id string) labels.Labels {
 	b := labels.NewScratchBuilder(ls.Len() + 1)
 	added := false
 	ls.Range(func(l labels.Label) {
-		if !added && l.Name > LabelName {
+		if !added && SortsAfter(l.Name) {
 			b.Add(LabelName, id)
 			added = true
 		}

@@ -98,3 +98,12 @@ func TestLabels(t *testing.T) {
 		t.Errorf("SplitKey(unscoped) = %q %q", id, name)
 	}
 }
+
+// TestSortsAfter agrees with string order for names around LabelName.
+func TestSortsAfter(t *testing.T) {
+	for _, n := range []string{"", "A", "Z", "_", "__", "__name__", "__tenant", LabelName, "__tenant__x", "__u", "_a", "`", "a", "job", "\x00", "\xff", "é", "0", "~"} {
+		if got, want := SortsAfter(n), n > LabelName; got != want {
+			t.Errorf("SortsAfter(%q) = %v, want %v", n, got, want)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func AppendSeries(b []byte, ss []Series) []byte {
 		b = binary.AppendUvarint(b, uint64(s.Labels.Len()+1))
 		added := false
 		s.Labels.Range(func(l labels.Label) {
-			if !added && l.Name > tenant.LabelName {
+			if !added && tenant.SortsAfter(l.Name) {
 				b = appendString(appendString(b, tenant.LabelName), s.Tenant)
 				added = true
 			}

@@ -123,14 +123,7 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 			}
 			if set := positiveSet(m); len(set) > 0 {
 				pl.set = true
-				for _, v := range set {
-					if ref, ok := ix.syms.lookupValue(pl.nameRef, v); ok {
-						if l, ok := pl.ne.values.get(ref); ok && !l.empty() {
-							pl.lists = append(pl.lists, l)
-							pl.est += l.card()
-						}
-					}
-				}
+				pl.lists, pl.est = ix.setLists(pl.nameRef, pl.ne, set)
 				if pl.est == 0 {
 					return nil, false
 				}
@@ -192,11 +185,7 @@ func (ix *Index) evalPartition(p *partition, k Kind, ms []*labels.Matcher) (*roa
 		case pl.set:
 			switch {
 			case res == nil:
-				var u postUnion
-				for _, l := range pl.lists {
-					u.add(l)
-				}
-				res, owned = u.result(), true
+				res, owned = unionOf(pl.lists), true
 			case res.GetCardinality() < pl.est/setFilterRatio:
 				res, owned = ix.filterCandidates(res, pl.nameRef, pl.m), true
 			default:
@@ -271,9 +260,8 @@ func (ix *Index) matchingFast(nameRef uint32, ne *nameEntry, m *labels.Matcher) 
 		if regexString(m) == ".+" {
 			return ne.all, false, false
 		}
-		if set := positiveSet(m); len(set) > 0 {
-			return ix.unionValues(nameRef, ne, set), true, false
-		}
+		// Literal alternatives are a set plan (evalPartition), not
+		// resolved here.
 		return nil, false, true
 	case labels.MatchNotRegexp:
 		// !~ that does not match "": its regexp matches "", like `!~ ".*"`
@@ -448,15 +436,31 @@ func (ix *Index) valueBitmap(nameRef uint32, ne *nameEntry, v string) (*roaring6
 	return pl.bitmap(), pl.big() == nil
 }
 
-// unionValues returns the union of the postings of the listed values.
+// unionValues returns the union of the postings of vals as a new bitmap.
 func (ix *Index) unionValues(nameRef uint32, ne *nameEntry, vals []string) *roaring64.Bitmap {
-	var u postUnion
+	lists, _ := ix.setLists(nameRef, ne, vals)
+	return unionOf(lists)
+}
+
+// setLists returns the non-empty postings lists of the values vals of a
+// label, and their total size.
+func (ix *Index) setLists(nameRef uint32, ne *nameEntry, vals []string) (lists []postList, size uint64) {
 	for _, v := range vals {
 		if ref, ok := ix.syms.lookupValue(nameRef, v); ok {
-			if pl, ok := ne.values.get(ref); ok {
-				u.add(pl)
+			if l, ok := ne.values.get(ref); ok && !l.empty() {
+				lists = append(lists, l)
+				size += l.card()
 			}
 		}
+	}
+	return lists, size
+}
+
+// unionOf returns the union of lists as a new bitmap.
+func unionOf(lists []postList) *roaring64.Bitmap {
+	var u postUnion
+	for _, l := range lists {
+		u.add(l)
 	}
 	return u.result()
 }

@@ -43,8 +43,8 @@ type notifier struct {
 }
 
 // syncWait bounds how long Start waits for the notifiers' first target
-// update (waitSynced).
-// Discovery passes static targets on at its first DiscoveryUpdate tick.
+// update (waitSynced); discovery passes static targets on at its first
+// DiscoveryUpdate tick.
 const syncWait = 10 * time.Second
 
 func newNotifier(opts Options) (*notifier, error) {

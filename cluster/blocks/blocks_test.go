@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,16 +249,29 @@ func (idleLog) Poll(ctx context.Context) (kafkalog.Poll, error) {
 }
 func (idleLog) Commit(context.Context, map[int32]int64) error { return nil }
 
+// countingGets counts the objects read from a bucket.
+type countingGets struct {
+	Bucket
+	gets atomic.Int64
+}
+
+func (c *countingGets) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	c.gets.Add(1)
+	return c.Bucket.Get(ctx, name)
+}
+
 // TestRetention: the builder deletes its partitions' blocks whose newest
 // data is past the retention, meta.json and every file, and leaves newer
-// blocks and other builders' partitions alone; the loop started by Start
+// blocks and other builders' partitions alone, reading neither the others'
+// meta.json nor again those of blocks it kept; the loop started by Start
 // does the same.
 func TestRetention(t *testing.T) {
 	ctx := context.Background()
-	bucket, err := NewFSBucket(t.TempDir())
+	fsb, err := NewFSBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	bucket := &countingGets{Bucket: fsb}
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	put := func(p int32, first int64, maxTime time.Time) string {
 		t.Helper()
@@ -305,8 +319,25 @@ func TestRetention(t *testing.T) {
 			}
 		}
 	}
+	if g := bucket.gets.Load(); g != 2 {
+		t.Errorf("first pass read %d objects, want the meta.json of partition 0's 2 blocks", g)
+	}
 	if n, err := b.ApplyRetention(ctx); err != nil || n != 0 {
 		t.Fatalf("second pass = %d, %v; want nothing", n, err)
+	}
+	if g := bucket.gets.Load(); g != 2 {
+		t.Errorf("second pass read %d objects, want none (the kept block's max_time is known)", g-2)
+	}
+	for _, id := range []string{old, fresh, otherOld, BlockID(12345, 1<<40)} {
+		want, _ := strconv.Atoi(id[1:6])
+		if p, ok := partitionOfID(id); !ok || int(p) != want {
+			t.Errorf("partitionOfID(%q) = %d, %v", id, p, ok)
+		}
+	}
+	for _, id := range []string{"", "p1-o2", "x00001-o00000000000000000001", "p00001-o00000000000000000001x"} {
+		if _, ok := partitionOfID(id); ok {
+			t.Errorf("partitionOfID(%q) accepted", id)
+		}
 	}
 
 	// The loop: a day later the fresh block goes too.

@@ -87,6 +87,11 @@ type Builder struct {
 	started  bool
 	uploaded int
 
+	// retMu serialises retention passes; keptMaxTime is the max_time of
+	// each of its blocks a pass kept.
+	retMu       sync.Mutex
+	keptMaxTime map[string]int64
+
 	cancel  context.CancelFunc
 	done    chan struct{}
 	retired chan struct{} // closed when the retention loop ends
@@ -129,7 +134,7 @@ func NewBuilder(opts BuilderOptions, log Log, bucket Bucket) (*Builder, error) {
 	if opts.RetentionInterval <= 0 {
 		opts.RetentionInterval = max(min(opts.Retention/10, time.Hour), time.Second)
 	}
-	b := &Builder{opts: opts, log: log, bucket: bucket, logger: opts.Logger, windows: map[int32]*window{}, hwm: map[int32]int64{}}
+	b := &Builder{opts: opts, log: log, bucket: bucket, logger: opts.Logger, windows: map[int32]*window{}, hwm: map[int32]int64{}, keptMaxTime: map[string]int64{}}
 	b.m = newBuilderMetrics(opts.Registerer)
 	return b, nil
 }
@@ -243,8 +248,21 @@ func (b *Builder) ApplyRetention(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("block retention: %w", err)
 	}
 	cutoff := b.opts.Now().Add(-b.opts.Retention).UnixMilli()
+	b.retMu.Lock()
+	defer b.retMu.Unlock()
+	// Blocks are immutable, so the max_time of a block kept by an earlier
+	// pass is known: only blocks new since, or now past the cutoff, have
+	// their meta.json read.
+	listed := make(map[string]bool, len(ids))
 	deleted := 0
 	for _, id := range ids {
+		if p, ok := partitionOfID(id); ok && !slices.Contains(b.opts.Partitions, p) {
+			continue // another builder's
+		}
+		listed[id] = true
+		if t, ok := b.keptMaxTime[id]; ok && t >= cutoff {
+			continue
+		}
 		m, err := readMeta(ctx, b.bucket, id)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted meanwhile
@@ -252,9 +270,14 @@ func (b *Builder) ApplyRetention(ctx context.Context) (int, error) {
 		if err != nil {
 			return deleted, fmt.Errorf("block retention: %w", err)
 		}
-		if !slices.Contains(b.opts.Partitions, m.Partition) || m.MaxTime >= cutoff {
+		if !slices.Contains(b.opts.Partitions, m.Partition) {
 			continue
 		}
+		if m.MaxTime >= cutoff {
+			b.keptMaxTime[id] = m.MaxTime
+			continue
+		}
+		delete(b.keptMaxTime, id)
 		if err := b.bucket.Delete(ctx, metaPath(id)); err != nil {
 			return deleted, fmt.Errorf("block retention: %w", err)
 		}
@@ -266,6 +289,11 @@ func (b *Builder) ApplyRetention(ctx context.Context) (int, error) {
 		deleted++
 		b.m.deleted.Inc()
 		b.logger.Info("block_deleted", "block", id, "max_time", time.UnixMilli(m.MaxTime).UTC(), "retention", b.opts.Retention)
+	}
+	for id := range b.keptMaxTime {
+		if !listed[id] {
+			delete(b.keptMaxTime, id) // gone from the bucket
+		}
 	}
 	return deleted, nil
 }

@@ -95,6 +95,16 @@ func BlockID(p int32, start int64) string {
 	return fmt.Sprintf("p%05d-o%020d", p, start)
 }
 
+// partitionOfID returns the partition a block ID (BlockID) names.
+func partitionOfID(id string) (int32, bool) {
+	var p int32
+	var first int64
+	if _, err := fmt.Sscanf(id, "p%05d-o%020d", &p, &first); err != nil || BlockID(p, first) != id {
+		return 0, false
+	}
+	return p, true
+}
+
 func metaPath(id string) string { return Prefix + id + "/" + MetaName }
 
 // validate checks what a reader relies on.

@@ -65,17 +65,14 @@ type Label struct {
 // after New and safe for concurrent use.
 type Mapping struct {
 	rules []Rule
-	// For label sources (AddCanonical): names maps each canonical name to
-	// its rule; aliasRefs each alias that differs from its rule's name to
-	// the rules naming it, with its rank there; filter is a quick pre-check
-	// over the aliases (MaybeAlias).
-	names     map[string]int
-	aliasRefs map[string][]aliasRef
-	aliases   map[string]struct{}
-	filter    [64]uint64
-	// table finds a label name's rule and alias references in one probe
-	// (Scan.Observe, once per label of a series that may have aliases).
-	table nameTable
+	// table maps each canonical name to its rule and each alias that
+	// differs from its rule's name to the rules naming it, with its rank
+	// there, in one probe (Scan.Observe, once per label of a series that
+	// may have aliases; Canonical, Aliases). hasAliases says some rule has
+	// such an alias; filter is a quick pre-check over them (MaybeAlias).
+	table      nameTable
+	hasAliases bool
+	filter     [64]uint64
 }
 
 // nameTable is an open-addressing hash table over the canonical names and
@@ -145,7 +142,7 @@ func New(opts Options) (*Mapping, error) {
 		}
 		rules = append(rules, Rule{Name: r.Name, Aliases: append([]string(nil), r.Aliases...)})
 	}
-	m := &Mapping{rules: rules, names: map[string]int{}, aliasRefs: map[string][]aliasRef{}, aliases: map[string]struct{}{}}
+	m := &Mapping{rules: rules}
 	n := 0
 	for _, r := range rules {
 		n += 1 + len(r.Aliases)
@@ -156,16 +153,14 @@ func New(opts Options) (*Mapping, error) {
 	}
 	m.table = nameTable{slots: make([]nameEntry, size), mask: uint32(size - 1)}
 	for i, r := range rules {
-		m.names[r.Name] = i
 		m.table.entry(r.Name, true).rule = i
 		for rank, a := range r.Aliases {
 			if a == r.Name {
 				continue
 			}
-			m.aliasRefs[a] = append(m.aliasRefs[a], aliasRef{rule: i, rank: rank + 1})
 			e := m.table.entry(a, true)
 			e.refs = append(e.refs, aliasRef{rule: i, rank: rank + 1})
-			m.aliases[a] = struct{}{}
+			m.hasAliases = true
 			if len(a) < len(m.filter) {
 				m.filter[len(a)] |= 1 << (a[0] & 63)
 			}
@@ -235,7 +230,7 @@ const maxRules = 32
 // push, weft-agent. ls is returned as it is (and false) when nothing is
 // added, which is the common case and allocates nothing.
 func (m *Mapping) AddCanonical(ls labels.Labels) (labels.Labels, bool) {
-	if m == nil || len(m.aliases) == 0 {
+	if m == nil || !m.hasAliases {
 		return ls, false
 	}
 	maybe := false

@@ -10,15 +10,17 @@ func (m *Mapping) Canonical(name string) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	if _, ok := m.names[name]; ok {
+	e := m.table.entry(name, false)
+	switch {
+	case e == nil:
+		return "", false
+	case e.rule >= 0:
 		return name, true
-	}
-	refs := m.aliasRefs[name]
-	if len(refs) == 0 {
+	case len(e.refs) == 0:
 		return "", false
 	}
-	best := refs[0]
-	for _, r := range refs[1:] {
+	best := e.refs[0]
+	for _, r := range e.refs[1:] {
 		if r.rank < best.rank {
 			best = r
 		}
@@ -32,9 +34,9 @@ func (m *Mapping) Aliases(name string) []string {
 	if m == nil {
 		return nil
 	}
-	i, ok := m.names[name]
-	if !ok {
+	e := m.table.entry(name, false)
+	if e == nil || e.rule < 0 {
 		return nil
 	}
-	return append([]string(nil), m.rules[i].Aliases...)
+	return append([]string(nil), m.rules[e.rule].Aliases...)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // SelectGroups is Select for an aggregation "by (by...)": it returns the
@@ -24,10 +26,17 @@ import (
 // are 0 (an instant selector evaluated at hints.End) a series yields only
 // its latest sample in the range where the head knows it, as with
 // WithLatestSampleSelects. hints.Limit and the series API's Func are not
-// supported. Closing the querier releases the set.
+// supported, nor grouping by a tenant label (the stored tenant label, or
+// the federated one a read of several tenants sees: the index knows only
+// the first, and a reader sees it under the second or not at all): the
+// caller leaves those aggregations to the engine. Closing the querier
+// releases the set.
 func (q *querier) SelectGroups(ctx context.Context, hints *promstorage.SelectHints, by []string, ms ...*labels.Matcher) ([]labels.Labels, promstorage.SeriesSet, error) {
 	if hints == nil || hints.Limit > 0 || hints.Func == "series" {
 		return nil, nil, fmt.Errorf("select groups: hints are required, limit and series hints are not supported")
+	}
+	if slices.Contains(by, tenant.LabelName) || slices.Contains(by, tenant.FederatedLabelName) {
+		return nil, nil, fmt.Errorf("select groups: grouping by a tenant label is not supported")
 	}
 	ss, bm, err := q.newSeriesSet(ctx, hints, ms)
 	if err != nil || ss == nil {

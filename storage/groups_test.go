@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/weftdb/weft/index/tenant"
 )
 
 // TestSelectGroups checks SelectGroups against Select: every series Select
@@ -132,4 +134,24 @@ func dumpSeries(t *testing.T, s promstorage.Series, lastOnly bool) string {
 		t.Fatal(it.Err())
 	}
 	return out
+}
+
+// TestSelectGroupsTenantLabel checks that SelectGroups refuses to group by
+// a tenant label, which the index stores under another name than a reader
+// sees (or not at all), so that the pushdown leaves such an aggregation
+// to the engine.
+func TestSelectGroupsTenantLabel(t *testing.T) {
+	db := openTestDB(t, testOptions())
+	q, err := db.Querier(0, db.opts.Now().UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	hints := &promstorage.SelectHints{Start: 0, End: db.opts.Now().UnixMilli()}
+	name := labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "m")
+	for _, by := range [][]string{{tenant.FederatedLabelName}, {"team", tenant.LabelName}} {
+		if _, _, err := q.(*querier).SelectGroups(context.Background(), hints, by, name); err == nil {
+			t.Errorf("SelectGroups by %v: no error", by)
+		}
+	}
 }

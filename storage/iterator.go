@@ -188,10 +188,18 @@ func (it *seriesIterator) Next() chunkenc.ValueType {
 	if it.err != nil {
 		return chunkenc.ValNone
 	}
-	if it.cur != nil {
-		it.low = it.cur.t + 1
-		it.advance(it.cur)
+	if o := it.cur; o != nil {
+		it.low = o.t + 1
+		it.advance(o)
 		it.cur = nil
+		// The only open source, no tombstones and no source starting at
+		// or before its next sample: that sample is pick's answer (most
+		// samples, a series' chunks not overlapping).
+		if len(it.open) == 1 && it.open[0] == o && len(it.tombs) == 0 && it.err == nil &&
+			(it.next == len(it.srcs) || it.srcs[it.next].mint > o.t) {
+			it.cur = o
+			return o.vt
+		}
 	}
 	return it.pick()
 }

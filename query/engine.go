@@ -52,6 +52,11 @@ type EngineOptions struct {
 	// (promql.NewActiveQueryTracker); nil means unbounded. The caller owns
 	// it and closes it after the last query.
 	ActiveQueryTracker promql.QueryTracker
+	// DelayedNameRemoval and StartTimestamps are Prometheus' feature flags
+	// promql-delayed-name-removal and the use of start timestamps by
+	// rate(), increase() and irate(); both off by default, as in a
+	// Prometheus 3 server. The optimizations follow them.
+	DelayedNameRemoval, StartTimestamps bool
 	// Optimizations are applied to Prometheus' engine in order (the first
 	// innermost); nil means DefaultOptimizations(opts), an empty non-nil
 	// slice the plain engine.
@@ -113,6 +118,8 @@ func NewPrometheusEngine(opts EngineOptions) *promql.Engine {
 		NoStepSubqueryIntervalFn: func(int64) int64 { return step },
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
+		EnableDelayedNameRemoval: opts.DelayedNameRemoval,
+		UseStartTimestamps:       opts.StartTimestamps,
 		Parser:                   NewParser(),
 		// The query-cost budget, with no server-wide ceilings, enforces
 		// the per-query limits a query's context carries (QueryLimits).

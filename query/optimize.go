@@ -39,7 +39,9 @@ func PushdownAggregations(opts PushdownOptions) Optimization {
 // latest-sample selects, then aggregation pushdown over them (pushed-down
 // instant aggregations read latest samples too), bounded by opts.Timeout.
 func DefaultOptimizations(opts EngineOptions) []Optimization {
-	return []Optimization{QueryLimits(), LatestSampleSelects(), PushdownAggregations(PushdownOptions{Timeout: opts.Timeout})}
+	return []Optimization{QueryLimits(), LatestSampleSelects(), PushdownAggregations(PushdownOptions{
+		Timeout: opts.Timeout, DelayedNameRemoval: opts.DelayedNameRemoval, StartTimestamps: opts.StartTimestamps,
+	})}
 }
 
 // Optimize applies opts to engine in order, the first innermost.

@@ -21,6 +21,10 @@ func TestPromQLConformance(t *testing.T) {
 	}
 	// Same engine as Prometheus' own TestEvaluations (promql_test.go).
 	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+	// The test engine delays name removal and uses start timestamps; the
+	// optimizations must know.
+	eo := query.DefaultEngineOptions()
+	eo.DelayedNameRemoval, eo.StartTimestamps = true, true
 	for _, tc := range []struct {
 		name            string
 		samplesPerChunk int
@@ -30,7 +34,7 @@ func TestPromQLConformance(t *testing.T) {
 		// run as weft's server runs them (query.DefaultOptimizations):
 		// instant queries with latest-sample selects, aggregations pushed
 		// down.
-		{"default", 0, query.Optimize(engine, query.DefaultOptimizations(query.DefaultEngineOptions())...)},
+		{"default", 0, query.Optimize(engine, query.DefaultOptimizations(eo)...)},
 		// The engine alone, as a Prometheus server would run it.
 		{"engine_only", 0, query.Optimize(engine)},
 		// 30 samples per chunk: most samples are read back from sealed
@@ -41,7 +45,7 @@ func TestPromQLConformance(t *testing.T) {
 		// that then starts a chunk; Prometheus' own head fails them the same
 		// way with such small chunks.)
 		// Aggregations are pushed down here too, reading those chunks.
-		{"small_chunks", 30, query.Optimize(engine, query.PushdownAggregations(query.PushdownOptions{}))},
+		{"small_chunks", 30, query.Optimize(engine, query.PushdownAggregations(query.PushdownOptions{DelayedNameRemoval: true, StartTimestamps: true}))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			promqltest.RunBuiltinTestsWithStorage(t, tc.engine, func(tb testing.TB) promstorage.Storage {

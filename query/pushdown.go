@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/schema"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -25,15 +26,23 @@ type PushdownOptions struct {
 	// Timeout bounds the pushed-down part of one query; default
 	// DefaultTimeout.
 	Timeout time.Duration
-	// MaxCells bounds groups × steps of one pushed-down aggregation; a
+	// MaxCells bounds groups × steps of one pushed-down aggregation, and
+	// the points a pushed-down function of each series hands over; a
 	// larger one is left to the engine. Default DefaultPushdownMaxCells.
 	MaxCells int
 	// Parallelism is how many goroutines evaluate the groups of one
 	// aggregation; default GOMAXPROCS.
 	Parallelism int
+	// DelayedNameRemoval and StartTimestamps must be the wrapped engine's
+	// EnableDelayedNameRemoval and UseStartTimestamps (promql.EngineOpts).
+	// With the first, range functions of each series are left to the
+	// engine (it keeps the metric name until the end of the query); with
+	// the second, rate, increase and irate, unless a query's options turn
+	// start timestamps off.
+	DelayedNameRemoval, StartTimestamps bool
 }
 
-// DefaultPushdownMaxCells keeps a pushed-down aggregation's state under
+// DefaultPushdownMaxCells keeps a pushed-down expression's state under
 // about 100 MiB.
 const DefaultPushdownMaxCells = 2 << 20
 
@@ -70,29 +79,35 @@ type latestSet interface {
 	Latest() (t int64, v float64, ok bool)
 }
 
-// AggregationPushdown wraps engine so that the aggregations of a query that
-// only need each series' values, not its labels, are evaluated next to the
-// storage instead of by the engine:
+// AggregationPushdown wraps engine so that the aggregations and range
+// functions of a query that only need each series' values, not its labels,
+// are evaluated next to the storage instead of by the engine:
 //
 //	sum|count|min|max|avg|group [by (...)] (selector)
-//	sum|count|min|max|avg|group [by (...)] (rate|increase(selector[range]))
+//	sum|count|min|max|avg|group [by (...)] (f(selector[range]))
+//	f(selector[range])
 //
-// with a plain selector (no @, offset, smoothed or anchored; rate and
-// increase need the metric name as an equality matcher). The engine spends
-// most of such a query building a label set per series and hashing it into
-// its group; here the index groups the series by the grouping labels' value
-// references and each series' samples go straight into per-group, per-step
-// accumulators, with the engine's arithmetic (Kahan sums, the incremental
-// mean, rate's extrapolation) in the engine's order, so results are the
-// engine's, bit for bit. The aggregation's result then replaces it in the
-// parsed query as a selector of precomputed series, one sample per step,
-// and the engine evaluates the rest of the query as before.
+// with a plain selector (no @, offset, smoothed or anchored) and f one of
+// rangeFns (rate, increase, delta, irate, idelta, avg|sum|min|max|count|
+// present|stddev|stdvar_over_time, deriv, predict_linear), which needs the
+// metric name as an equality matcher. The engine spends most of such a
+// query building a label set per series and hashing it into its group, and
+// reading samples into range windows one iterator step at a time; here the
+// index groups the series by the grouping labels' value references and
+// each series' samples go straight into per-group, per-step accumulators,
+// or into the function's value per step, with the engine's arithmetic
+// (Kahan sums, the incremental mean, rate's extrapolation, the least-squares
+// fit) in the engine's order, so results are the engine's, bit for bit. The
+// result then replaces the expression in the parsed query as a selector of
+// precomputed series, one sample per step, and the engine evaluates the
+// rest of the query as before. A function of each series whose result is
+// compared with a number next drops the values the comparison drops.
 //
-// An aggregation that meets a histogram sample, a storage that cannot group
-// (see GroupQuerier), too many groups × steps, or any error is left to the
-// engine, which evaluates the query as written. Subqueries are not pushed
-// down. The pushed-down part is not counted in the query's sample
-// statistics or its sample limit.
+// An expression that meets a histogram sample, a storage that cannot group
+// (see GroupQuerier), too many groups (or series) × steps, or any error is
+// left to the engine, which evaluates the query as written. Subqueries are
+// not pushed down. The pushed-down part is not counted in the query's
+// sample statistics or its sample limit.
 func AggregationPushdown(engine promql.QueryEngine, opts PushdownOptions) promql.QueryEngine {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -143,51 +158,107 @@ func (e *pushdownEngine) plan(qry promql.Query, pq *pushdownQueryable, src stora
 		return qry
 	}
 	// With start timestamps rate() may use them; the pushdown does not.
-	rates := qo == nil || qo.UseStartTimestamps() == nil || !*qo.UseStartTimestamps()
-	cands := findPushdowns(&st.Expr, rates, nil)
+	startTS := e.opts.StartTimestamps
+	if qo != nil && qo.UseStartTimestamps() != nil {
+		startTS = *qo.UseStartTimestamps()
+	}
+	cands := findPushdowns(&st.Expr, finder{rates: !startTS, perSeries: !e.opts.DelayedNameRemoval}, nil)
 	if len(cands) == 0 {
 		return qry
 	}
 	return &pushdownQuery{Query: qry, st: st, cands: cands, pq: pq, src: src, opts: e.opts}
 }
 
-// pushdown is one aggregation that can be evaluated next to the storage.
+// pushdown is one aggregation or range function call that can be
+// evaluated next to the storage.
 type pushdown struct {
-	slot *parser.Expr // where the aggregation sits in the statement
-	agg  *parser.AggregateExpr
+	slot *parser.Expr          // where it sits in the statement
+	agg  *parser.AggregateExpr // nil for a range function of each series
 	vs   *parser.VectorSelector
-	call *parser.Call // rate or increase, or nil for a plain selector
-	rng  time.Duration
-	name string // the metric name (rate and increase)
+	call *parser.Call // the range function, or nil for a plain selector
+	fn   *rangeFn     // call's function
+	// filter, for a range function of each series, is the comparison its
+	// result is filtered by next: the values it drops are not handed to
+	// the engine (which still applies it).
+	filter *comparison
+	rng    time.Duration
+	name   string // the metric name (range functions)
 }
 
-// findPushdowns appends the aggregations under *slot that can be pushed
-// down; it does not look inside subqueries or step-invariant expressions
-// (those evaluate at other times than the statement's steps).
-func findPushdowns(slot *parser.Expr, rates bool, out []pushdown) []pushdown {
+// finder says what findPushdowns may take.
+type finder struct {
+	rates     bool // functions that read start timestamps (they are off)
+	perSeries bool // range functions outside an aggregation
+	// filter is the comparison with a number that the expression at the
+	// slot is the left side of, or nil.
+	filter *comparison
+}
+
+// findPushdowns appends the aggregations and range function calls under
+// *slot that can be pushed down; it does not look inside subqueries or
+// step-invariant expressions (those evaluate at other times than the
+// statement's steps).
+func findPushdowns(slot *parser.Expr, f finder, out []pushdown) []pushdown {
+	filter := f.filter
+	f.filter = nil // below a node other than parentheses
 	switch n := (*slot).(type) {
 	case *parser.AggregateExpr:
-		if p, ok := pushdownOf(n, rates); ok {
+		if p, ok := pushdownOf(n, f.rates); ok {
 			p.slot = slot
 			return append(out, p)
 		}
-		out = findPushdowns(&n.Expr, rates, out)
+		out = findPushdowns(&n.Expr, f, out)
 		if n.Param != nil {
-			out = findPushdowns(&n.Param, rates, out)
+			out = findPushdowns(&n.Param, f, out)
 		}
 	case *parser.BinaryExpr:
-		out = findPushdowns(&n.LHS, rates, out)
-		out = findPushdowns(&n.RHS, rates, out)
+		lhs := f
+		if k, ok := numberLiteral(n.RHS); ok && n.Op.IsComparisonOperator() && !n.ReturnBool {
+			lhs.filter = &comparison{op: n.Op, k: k}
+		}
+		out = findPushdowns(&n.LHS, lhs, out)
+		out = findPushdowns(&n.RHS, f, out)
 	case *parser.Call:
+		if p, ok := rangeCallOf(n, f.rates); ok && f.perSeries {
+			p.slot, p.filter = slot, filter
+			return append(out, p)
+		}
 		for i := range n.Args {
-			out = findPushdowns(&n.Args[i], rates, out)
+			out = findPushdowns(&n.Args[i], f, out)
 		}
 	case *parser.ParenExpr:
-		out = findPushdowns(&n.Expr, rates, out)
+		f.filter = filter
+		out = findPushdowns(&n.Expr, f, out)
 	case *parser.UnaryExpr:
-		out = findPushdowns(&n.Expr, rates, out)
+		out = findPushdowns(&n.Expr, f, out)
 	}
 	return out
+}
+
+// comparison is a filtering comparison with a number ("> 0.5", no bool).
+type comparison struct {
+	op parser.ItemType
+	k  float64
+}
+
+// keeps reports whether the comparison keeps the value v, as the engine's
+// vector-scalar comparison does (Go's float comparisons: NaN only !=).
+func (c *comparison) keeps(v float64) bool {
+	switch c.op {
+	case parser.EQLC:
+		return v == c.k
+	case parser.NEQ:
+		return v != c.k
+	case parser.GTR:
+		return v > c.k
+	case parser.LSS:
+		return v < c.k
+	case parser.GTE:
+		return v >= c.k
+	case parser.LTE:
+		return v <= c.k
+	}
+	return true
 }
 
 func pushdownOf(agg *parser.AggregateExpr, rates bool) (pushdown, bool) {
@@ -213,23 +284,12 @@ func pushdownOf(agg *parser.AggregateExpr, rates bool) (pushdown, bool) {
 			return pushdown{agg: agg, vs: n}, true
 		}
 	case *parser.Call:
-		if !rates || (n.Func.Name != "rate" && n.Func.Name != "increase") || len(n.Args) != 1 {
-			break
-		}
-		ms, ok := n.Args[0].(*parser.MatrixSelector)
-		if !ok {
-			break
-		}
-		vs, ok := ms.VectorSelector.(*parser.VectorSelector)
-		// rate drops the metric name, so "by (__name__)" groups by its
-		// absence; and the engine may delay that drop. Leave it to it.
-		if !ok || !plainSelector(vs) || ms.Range <= 0 || slices.Contains(agg.Grouping, labels.MetricName) {
-			break
-		}
-		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual && m.Value != "" {
-				return pushdown{agg: agg, vs: vs, call: n, rng: ms.Range, name: m.Value}, true
-			}
+		// The functions drop the metric name, so "by (__name__)" groups
+		// by its absence; and the engine may delay that drop. Leave it to
+		// it.
+		if p, ok := rangeCallOf(n, rates); ok && !slices.Contains(agg.Grouping, labels.MetricName) {
+			p.agg = agg
+			return p, true
 		}
 	}
 	return pushdown{}, false
@@ -262,10 +322,12 @@ func (x *pushdownQuery) Exec(ctx context.Context) *promql.Result {
 		m := labels.MustNewMatcher(labels.MatchEqual, pushdownLabel, strconv.Itoa(i))
 		x.pq.results[m] = series
 		// In parentheses: the replacement is not a selector to functions
-		// that look at their argument's selector, like absent().
+		// that look at their argument's selector, like absent() and
+		// timestamp().
+		pos := (*c.slot).PositionRange()
 		*c.slot = &parser.ParenExpr{
-			Expr:     &parser.VectorSelector{LabelMatchers: []*labels.Matcher{m}, PosRange: c.agg.PosRange},
-			PosRange: c.agg.PosRange,
+			Expr:     &parser.VectorSelector{LabelMatchers: []*labels.Matcher{m}, PosRange: pos},
+			PosRange: pos,
 		}
 		annos.Merge(a)
 	}
@@ -292,7 +354,7 @@ func (x *pushdownQuery) eval(ctx context.Context, c pushdown) (_ []promql.Series
 		steps = int((end-start)/interval) + 1
 	}
 	window := x.st.LookbackDelta.Milliseconds()
-	if c.call != nil {
+	if c.fn != nil {
 		window = c.rng.Milliseconds()
 	}
 	mint := start - window + 1
@@ -301,35 +363,55 @@ func (x *pushdownQuery) eval(ctx context.Context, c pushdown) (_ []promql.Series
 		return nil, nil, false
 	}
 	defer qr.Close()
-	gq, isGroup := qr.(GroupQuerier)
-	if !isGroup {
-		return nil, nil, false
-	}
-	hints := &storage.SelectHints{
-		Start: mint, End: end, Step: interval, Range: c.rng.Milliseconds(),
-		Func: c.agg.Op.String(), By: true, Grouping: c.agg.Grouping,
-	}
+	ev := stepEval{start: start, interval: interval, steps: steps, window: window, fn: c.fn}
+	hints := &storage.SelectHints{Start: mint, End: end, Step: interval, Range: c.rng.Milliseconds()}
 	if c.call != nil {
 		hints.Func = c.call.Func.Name
+	}
+	var (
+		series []promql.Series
+		output bool
+	)
+	if c.agg == nil {
+		series, output, ok = ev.eachSeries(ctx, qr.Select(ctx, false, hints, c.vs.LabelMatchers...), c.filter, x.opts.MaxCells)
+	} else {
+		series, output, ok = x.aggregate(ctx, qr, hints, c, ev)
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	var annos annotations.Annotations
+	if output && (c.fn != nil && (c.fn.kind == fnRate || c.fn.kind == fnIncrease)) && !counterName(c.name) {
+		annos.Add(annotations.NewPossibleNonCounterInfo(c.name, c.call.Args[0].PositionRange()))
+	}
+	return series, annos, true
+}
+
+// aggregate evaluates the aggregation c with ev over the groups qr (a
+// GroupQuerier) selects; output reports whether any series had a value.
+func (x *pushdownQuery) aggregate(ctx context.Context, qr storage.Querier, hints *storage.SelectHints, c pushdown, ev stepEval) (_ []promql.Series, output, ok bool) {
+	gq, isGroup := qr.(GroupQuerier)
+	if !isGroup {
+		return nil, false, false
+	}
+	hints.By, hints.Grouping = true, c.agg.Grouping
+	if c.call == nil {
+		hints.Func = c.agg.Op.String()
 	}
 	// With Step and Range 0 (an instant query's plain selector) the
 	// storage may return only each series' latest sample: all it needs.
 	groups, set, err := gq.SelectGroups(ctx, hints, c.agg.Grouping, c.vs.LabelMatchers...)
-	if err != nil || len(groups)*steps > x.opts.MaxCells {
-		return nil, nil, false
+	if err != nil || len(groups)*ev.steps > x.opts.MaxCells {
+		return nil, false, false
 	}
-	acc := aggregator{op: c.agg.Op, steps: steps, cells: make([]cell, len(groups)*steps)}
-	ev := stepEval{start: start, interval: interval, steps: steps, window: window}
-	if c.call != nil {
-		ev.isRate = c.call.Func.Name == "rate"
-	}
+	acc := aggregator{op: c.agg.Op, steps: ev.steps, cells: make([]cell, len(groups)*ev.steps)}
 	// Groups are independent: shards of whole groups run in parallel and
 	// each group's series still go into its cells in order. That pays for
 	// decoding chunks (1.5x on two cores for a 1h rate); an instant query
 	// reading the head's latest samples is bound by memory latency and
 	// goes no faster split.
 	shards := []storage.SeriesSet{set}
-	decodes := c.call != nil || interval > 0
+	decodes := c.fn != nil || ev.interval > 0
 	if sh, ok := set.(sharder); ok && decodes && len(groups) > 1 && x.opts.Parallelism > 1 {
 		shards = sh.Shards(x.opts.Parallelism)
 	}
@@ -337,34 +419,30 @@ func (x *pushdownQuery) eval(ctx context.Context, c pushdown) (_ []promql.Series
 	results := make([]result, len(shards))
 	var wg sync.WaitGroup
 	for i, sh := range shards {
-		e := ev // each shard its own buffer
+		e := ev // each shard its own buffers
 		if i == len(shards)-1 {
-			results[i].output, results[i].ok = e.series(ctx, sh, c.call == nil, &acc)
+			results[i].output, results[i].ok = e.series(ctx, sh, &acc)
 			continue
 		}
 		wg.Go(func() {
-			results[i].output, results[i].ok = e.series(ctx, sh, c.call == nil, &acc)
+			results[i].output, results[i].ok = e.series(ctx, sh, &acc)
 		})
 	}
 	wg.Wait()
-	output := false
 	for _, r := range results {
 		if !r.ok {
-			return nil, nil, false
+			return nil, false, false
 		}
 		output = output || r.output
 	}
-	var annos annotations.Annotations
-	if c.call != nil && output && !counterName(c.name) {
-		annos.Add(annotations.NewPossibleNonCounterInfo(c.name, c.call.Args[0].PositionRange()))
-	}
-	return acc.series(groups, start, interval), annos, true
+	return acc.series(groups, ev.start, ev.interval), output, true
 }
 
 // series adds the series of set (a GroupedSet) to acc: their values at the
-// steps (instant selector) or their rates. It reports whether any step had
-// a value, and false when the aggregation must be left to the engine.
-func (e *stepEval) series(ctx context.Context, set storage.SeriesSet, instant bool, acc *aggregator) (output, ok bool) {
+// steps (instant selector) or their function's values. It reports whether
+// any step had a value, and false when the aggregation must be left to the
+// engine.
+func (e *stepEval) series(ctx context.Context, set storage.SeriesSet, acc *aggregator) (output, ok bool) {
 	gset, isGrouped := set.(GroupedSet)
 	if !isGrouped {
 		return false, false
@@ -377,25 +455,81 @@ func (e *stepEval) series(ctx context.Context, set storage.SeriesSet, instant bo
 		}
 		gi := gset.Group()
 		g := acc.cells[gi*e.steps : (gi+1)*e.steps]
-		if lset != nil && instant {
+		if lset != nil && e.fn == nil {
 			if t, f, ok := lset.Latest(); ok {
 				e.point(t, f, math.MaxInt64, acc.op, g)
 				continue
 			}
 		}
 		it = set.At().Iterator(it)
-		if instant {
-			ok = e.instant(it, acc.op, g)
-		} else {
-			var out bool
-			out, ok = e.rate(it, acc.op, g)
-			output = output || out
+		if e.fn == nil {
+			if !e.instant(it, acc.op, g) {
+				return false, false
+			}
+			continue
 		}
-		if !ok {
+		if !e.windows(it) {
 			return false, false
 		}
+		for _, v := range e.vals {
+			g[v.k].add(acc.op, v.f)
+		}
+		output = output || len(e.vals) > 0
 	}
 	return output, set.Err() == nil
+}
+
+// eachSeries evaluates the range function of each series of set, as the
+// engine does: the series' labels without the metric name, its value at
+// each step that has one, of those only the values filter keeps (a nil
+// filter keeps all). output reports whether any series had a value. It
+// returns false when the call must be left to the engine: a histogram
+// sample, a label the engine would drop besides the name, more than
+// maxCells steps × series, or an error.
+func (e *stepEval) eachSeries(ctx context.Context, set storage.SeriesSet, filter *comparison, maxCells int) (_ []promql.Series, output, ok bool) {
+	var (
+		out   []promql.Series
+		it    chunkenc.Iterator
+		cells int
+	)
+	stale := math.Float64frombits(value.StaleNaN)
+	for n := 0; set.Next(); n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return nil, false, false
+		}
+		s := set.At()
+		it = s.Iterator(it)
+		if !e.windows(it) {
+			return nil, false, false
+		}
+		output = output || len(e.vals) > 0
+		if filter != nil {
+			e.vals = slices.DeleteFunc(e.vals, func(v stepValue) bool { return !filter.keeps(v.f) })
+		}
+		if len(e.vals) == 0 {
+			continue
+		}
+		ls := s.Labels()
+		m := ls.DropReserved(schema.IsMetadataLabel)
+		if m.Len() != ls.Len()-1 { // __type__ or __unit__ too: two series might merge
+			return nil, false, false
+		}
+		// A value at each step that has one, and a stale marker at the
+		// first step after each run of them, so that a selector over the
+		// series (with any lookback) reads exactly the function's values.
+		pts := make([]promql.FPoint, 0, len(e.vals)+1)
+		for i, v := range e.vals {
+			pts = append(pts, promql.FPoint{T: e.start + int64(v.k)*e.interval, F: v.f})
+			if next := v.k + 1; next < e.steps && (i+1 == len(e.vals) || e.vals[i+1].k != next) {
+				pts = append(pts, promql.FPoint{T: e.start + int64(next)*e.interval, F: stale})
+			}
+		}
+		if cells += len(pts); cells > maxCells {
+			return nil, false, false
+		}
+		out = append(out, promql.Series{Metric: m, Floats: pts})
+	}
+	return out, output, set.Err() == nil
 }
 
 // counterName reports whether a metric name has a suffix rate() expects of
@@ -409,13 +543,20 @@ func counterName(n string) bool {
 type stepEval struct {
 	start, interval int64
 	steps           int
-	window          int64 // lookback, or the range of rate and increase (ms)
-	isRate          bool
+	window          int64    // lookback, or the range of fn (ms)
+	fn              *rangeFn // the range function, or nil for a selector
 	buf             []fpoint
+	vals            []stepValue // fn's values of the last series (windows)
 }
 
 type fpoint struct {
 	t int64
+	f float64
+}
+
+// stepValue is a value at the step of index k.
+type stepValue struct {
+	k int
 	f float64
 }
 
@@ -471,14 +612,15 @@ func (e *stepEval) point(t int64, f float64, next int64, op parser.ItemType, g [
 	}
 }
 
-// rate adds the series' rate (or increase) at each step to g, as the
-// engine's extrapolatedRate computes it without start timestamps. It
-// reports whether any step had a value, and false on a histogram sample.
-func (e *stepEval) rate(it chunkenc.Iterator, op parser.ItemType, g []cell) (output, ok bool) {
-	e.buf = e.buf[:0]
+// windows evaluates e.fn over the series' samples at each step, into
+// e.vals: at the step ts over the float samples in (ts-window, ts], stale
+// markers dropped, as the engine's range selector reads them. It reports
+// false on a histogram sample or a read error.
+func (e *stepEval) windows(it chunkenc.Iterator) bool {
+	e.buf, e.vals = e.buf[:0], e.vals[:0]
 	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 		if vt != chunkenc.ValFloat {
-			return false, false
+			return false
 		}
 		t, f := it.At()
 		if !value.IsStaleNaN(f) {
@@ -486,15 +628,14 @@ func (e *stepEval) rate(it chunkenc.Iterator, op parser.ItemType, g []cell) (out
 		}
 	}
 	if it.Err() != nil {
-		return false, false
+		return false
 	}
 	s := e.buf
-	if len(s) < 2 {
-		return false, true
+	if len(s) == 0 {
+		return true
 	}
 	lo, hi := 0, 0
-	// A sample at t is in the windows (ts-range, ts] of the steps in
-	// [t, t+range).
+	// A sample at t is in the windows of the steps in [t, t+window).
 	last := e.firstStep(s[len(s)-1].t + e.window)
 	for k := e.firstStep(s[0].t); k < last; k++ {
 		ts := e.start + int64(k)*e.interval
@@ -504,53 +645,14 @@ func (e *stepEval) rate(it chunkenc.Iterator, op parser.ItemType, g []cell) (out
 		for lo < hi && s[lo].t <= ts-e.window {
 			lo++
 		}
-		if hi-lo < 2 {
+		if lo == hi {
 			continue
 		}
-		g[k].add(op, extrapolatedRate(s[lo:hi], ts-e.window, ts, e.window, e.isRate))
-		output = true
-	}
-	return output, true
-}
-
-// extrapolatedRate is the engine's rate and increase of float samples s (at
-// least two) in the window (rangeStart, rangeEnd] of length rng ms, without
-// start timestamps; the operations are the engine's, in its order.
-func extrapolatedRate(s []fpoint, rangeStart, rangeEnd, rng int64, isRate bool) float64 {
-	first, lastp := s[0], s[len(s)-1]
-	result := lastp.f - first.f
-	for i := 1; i < len(s); i++ {
-		if s[i].f < s[i-1].f {
-			result += s[i-1].f
+		if f, ok := e.fn.eval(s[lo:hi], ts, e.window); ok {
+			e.vals = append(e.vals, stepValue{k, f})
 		}
 	}
-	numSamplesMinusOne := len(s) - 1
-	durationToStart := float64(first.t-rangeStart) / 1000
-	durationToEnd := float64(rangeEnd-lastp.t) / 1000
-	sampledInterval := float64(lastp.t-first.t) / 1000
-	averageDurationBetweenSamples := sampledInterval / float64(numSamplesMinusOne)
-	extrapolationThreshold := averageDurationBetweenSamples * 1.1
-	if durationToStart >= extrapolationThreshold {
-		durationToStart = averageDurationBetweenSamples / 2
-	}
-	durationToZero := durationToStart
-	if result > 0 && first.f >= 0 {
-		durationToZero = sampledInterval * (first.f / result)
-	}
-	if durationToZero < durationToStart {
-		durationToStart = durationToZero
-	}
-	if durationToEnd >= extrapolationThreshold {
-		durationToEnd = averageDurationBetweenSamples / 2
-	}
-	factor := 1.0
-	if sampledInterval != 0 {
-		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
-	}
-	if isRate {
-		factor /= (time.Duration(rng) * time.Millisecond).Seconds()
-	}
-	return result * factor
+	return true
 }
 
 // pushdownQueryable answers the selectors that replace pushed-down

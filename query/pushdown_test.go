@@ -113,9 +113,20 @@ func pushdownStore(t testing.TB) (*storage.DB, int64) {
 // where it should.
 func TestAggregationPushdownMatchesEngine(t *testing.T) {
 	db, base := pushdownStore(t)
-	engine := promqltest.NewTestEngine(t, false, 0, 50_000_000)
-	pushed := query.AggregationPushdown(engine, query.PushdownOptions{})
 	at := func(s int64) time.Time { return time.UnixMilli(base + s*1000) }
+	// weft's engine, and the test engine of Prometheus' own tests, which
+	// delays name removal and uses start timestamps (the pushdown then
+	// takes less: push is weft's).
+	engines := []struct {
+		name     string
+		engine   promql.QueryEngine
+		pushed   promql.QueryEngine
+		weftOpts bool
+	}{
+		{"weft", weftEngine(), query.AggregationPushdown(weftEngine(), query.PushdownOptions{}), true},
+		{"test_engine", promqltest.NewTestEngine(t, false, 0, 50_000_000), nil, false},
+	}
+	engines[1].pushed = query.AggregationPushdown(engines[1].engine, query.PushdownOptions{DelayedNameRemoval: true, StartTimestamps: true})
 
 	for _, tc := range []struct {
 		expr string
@@ -135,7 +146,7 @@ func TestAggregationPushdownMatchesEngine(t *testing.T) {
 		{`sum by (model) (rate(gpu_energy[5m]))`, true},
 		{`sum by (model) (increase(gpu_energy[2m]))`, true},
 		{`avg(rate(gpu_ops_total[1m]))`, true},
-		{`sum by (__name__) (rate(gpu_ops_total[5m]))`, false}, // rate drops the name
+		{`sum by (__name__) (rate(gpu_ops_total[5m]))`, true}, // rate drops the name: only rate is pushed
 		{`sum by (team) (rate({__name__=~"gpu_ops_total"}[5m]))`, false},
 		{`sum(gpu_util offset 5m)`, false},
 		{`absent(sum(nonexistent))`, true},
@@ -144,55 +155,102 @@ func TestAggregationPushdownMatchesEngine(t *testing.T) {
 		{`sum(gpu_latency)`, false}, // histograms: left to the engine
 		{`sum by (team) (gpu_util) / on (team) count by (team) (gpu_util)`, true},
 		{`max_over_time(sum(gpu_util)[10m:1m])`, false}, // subquery
+		// Range functions of each series, and aggregations of them.
+		{`rate(gpu_energy[5m])`, true},
+		{`increase(gpu_ops_total[1h])`, true},
+		{`rate(gpu_util[3m])`, true}, // not a counter: an annotation
+		{`delta(gpu_util[10m])`, true},
+		{`irate(gpu_energy[2m])`, true},
+		{`idelta(gpu_util[90s])`, true},
+		{`avg_over_time(gpu_util[5m])`, true},
+		{`sum_over_time(gpu_energy[7m])`, true},
+		{`min_over_time(gpu_util[5m])`, true},
+		{`max_over_time(gpu_util[5m]) > 50`, true},
+		{`(min_over_time(gpu_util[5m])) <= 20 or avg_over_time(gpu_util[5m]) != 30`, true},
+		{`increase(gpu_energy[10m]) > bool 1000`, true}, // bool: no filter
+		{`count(rate(gpu_energy[5m]) >= 10)`, true},
+		{`absent(idelta(gpu_util[1m]) > 1e9)`, true},
+		{`stddev_over_time(gpu_util[10m]) < -(1)`, true},
+		{`count_over_time(gpu_util[4m])`, true},
+		{`present_over_time(gpu_util[1m])`, true},
+		{`stddev_over_time(gpu_util[10m])`, true},
+		{`stdvar_over_time(gpu_energy[10m])`, true},
+		{`deriv(gpu_energy[15m])`, true},
+		{`predict_linear(gpu_energy[30m], 3600)`, true},
+		{`predict_linear(gpu_util[10m], -(600))`, true},
+		{`predict_linear(gpu_util[10m], scalar(sum(gpu_util)))`, true}, // the sum, not the function
+		{`avg by (model) (avg_over_time(gpu_util[5m]))`, true},
+		{`max by (team) (irate(gpu_energy[2m]))`, true},
+		{`sum(predict_linear(gpu_energy[1h], 600))`, true},
+		{`quantile by (team) (0.9, max_over_time(gpu_util[5m]))`, true},
+		{`count by (__name__) (avg_over_time(gpu_util[5m]))`, true}, // only the function
+		{`label_replace(avg_over_time(gpu_util[5m]), "x", "$1", "model", "m(.*)")`, true},
+		{`timestamp(avg_over_time(gpu_util[5m]))`, true},
+		{`absent(avg_over_time(gpu_util[5m]))`, true},
+		{`absent(avg_over_time(nonexistent[5m]))`, true},
+		{`avg_over_time({__name__=~"gpu_util"}[5m])`, false}, // the name as an equality matcher
+		{`avg_over_time(gpu_util[5m] offset 1m)`, false},
+		{`avg_over_time(gpu_latency[5m])`, false}, // histograms
+		{`last_over_time(gpu_util[5m])`, false},   // keeps the name
+		{`changes(gpu_util[5m])`, false},
+		{`quantile_over_time(0.5, gpu_util[5m])`, false},
 	} {
-		for _, q := range []struct {
-			name        string
-			start, end  int64
-			interval    time.Duration
-			instantOnly bool
-		}{
-			{name: "instant@3000", start: 3000, end: 3000},
-			{name: "instant@3700", start: 3700, end: 3700}, // after most series ended
-			{name: "range", start: 0, end: 3600, interval: time.Minute},
-			{name: "range-irregular", start: 17, end: 3900, interval: 37 * time.Second},
-		} {
-			t.Run(tc.expr+"/"+q.name, func(t *testing.T) {
-				// run returns the result dumped (Close recycles its memory),
-				// its annotations and the statement that ran.
-				run := func(e promql.QueryEngine) (res, warns, stmt string) {
-					var (
-						qry promql.Query
-						err error
-					)
-					if q.interval == 0 {
-						qry, err = e.NewInstantQuery(context.Background(), db, nil, tc.expr, at(q.start))
-					} else {
-						qry, err = e.NewRangeQuery(context.Background(), db, nil, tc.expr, at(q.start), at(q.end), q.interval)
+		for _, en := range engines {
+			for _, q := range []struct {
+				name        string
+				start, end  int64
+				interval    time.Duration
+				instantOnly bool
+			}{
+				{name: "instant@3000", start: 3000, end: 3000},
+				{name: "instant@3700", start: 3700, end: 3700}, // after most series ended
+				{name: "range", start: 0, end: 3600, interval: time.Minute},
+				{name: "range-irregular", start: 17, end: 3900, interval: 37 * time.Second},
+			} {
+				t.Run(tc.expr+"/"+en.name+"/"+q.name, func(t *testing.T) {
+					// run returns the result dumped (Close recycles its memory),
+					// its annotations and the statement that ran.
+					run := func(e promql.QueryEngine) (res, warns, stmt string) {
+						var (
+							qry promql.Query
+							err error
+						)
+						if q.interval == 0 {
+							qry, err = e.NewInstantQuery(context.Background(), db, nil, tc.expr, at(q.start))
+						} else {
+							qry, err = e.NewRangeQuery(context.Background(), db, nil, tc.expr, at(q.start), at(q.end), q.interval)
+						}
+						if err != nil {
+							t.Fatalf("new query: %v", err)
+						}
+						defer qry.Close()
+						r := qry.Exec(context.Background())
+						if r.Err != nil {
+							t.Fatalf("exec: %v", r.Err)
+						}
+						return dump(r.Value), annos(r, tc.expr), qry.Statement().String()
 					}
-					if err != nil {
-						t.Fatalf("new query: %v", err)
+					want, wantAnnos, _ := run(en.engine)
+					got, gotAnnos, stmt := run(en.pushed)
+					if did := strings.Contains(stmt, "__weft_pushdown__"); en.weftOpts && did != tc.push {
+						t.Errorf("pushed down = %v, want %v (statement %s)", did, tc.push, stmt)
 					}
-					defer qry.Close()
-					r := qry.Exec(context.Background())
-					if r.Err != nil {
-						t.Fatalf("exec: %v", r.Err)
+					if want != got {
+						t.Errorf("results differ\n%s", firstDiff(want, got))
 					}
-					return dump(r.Value), annos(r, tc.expr), qry.Statement().String()
-				}
-				want, wantAnnos, _ := run(engine)
-				got, gotAnnos, stmt := run(pushed)
-				if did := strings.Contains(stmt, "__weft_pushdown__"); did != tc.push {
-					t.Errorf("pushed down = %v, want %v (statement %s)", did, tc.push, stmt)
-				}
-				if want != got {
-					t.Errorf("results differ\n%s", firstDiff(want, got))
-				}
-				if wantAnnos != gotAnnos {
-					t.Errorf("annotations differ\nengine:   %s\npushdown: %s", wantAnnos, gotAnnos)
-				}
-			})
+					if wantAnnos != gotAnnos {
+						t.Errorf("annotations differ\nengine:   %s\npushdown: %s", wantAnnos, gotAnnos)
+					}
+				})
+			}
 		}
 	}
+}
+
+// weftEngine is Prometheus' engine as weft's server configures it, without
+// weft's optimizations.
+func weftEngine() promql.QueryEngine {
+	return query.NewPrometheusEngine(query.DefaultEngineOptions())
 }
 
 // dump renders a result with every float's bits, series sorted.

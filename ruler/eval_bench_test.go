@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,7 +92,8 @@ var fleetSeries int
 // WEFT_RULES_BENCH_GPUS sets the fleet size (default 2048 GPUs, 10 series
 // each: 100000 is issue 16's 1M series); WEFT_RULES_BENCH_RULES adds
 // generated rules (benchRules) to the pack's up to that many (issue 16's
-// 200).
+// 200); WEFT_RULES_BENCH_TOP=1 logs the 25 rules with the longest last
+// evaluation of each backend.
 func BenchmarkRuleEvaluation(b *testing.B) {
 	gpus := 2048
 	if v, err := strconv.Atoi(os.Getenv("WEFT_RULES_BENCH_GPUS")); err == nil && v > 0 {
@@ -156,6 +158,22 @@ func BenchmarkRuleEvaluation(b *testing.B) {
 				round(end)
 			}
 			b.StopTimer()
+			if os.Getenv("WEFT_RULES_BENCH_TOP") != "" {
+				type rd struct {
+					name string
+					d    time.Duration
+				}
+				var all []rd
+				for _, g := range groups {
+					for _, r := range g.Rules() {
+						all = append(all, rd{g.Name() + "/" + r.Name() + " " + r.Query().String(), r.GetEvaluationDuration()})
+					}
+				}
+				slices.SortFunc(all, func(a, b rd) int { return int(b.d - a.d) })
+				for _, x := range all[:min(25, len(all))] {
+					b.Logf("%8.1fms %s", float64(x.d.Microseconds())/1000, x.name)
+				}
+			}
 			b.ReportMetric(float64(fleetSeries), "series")
 			if cpu := processCPU() - c0; cpu > 0 {
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(rounds-1), "cpu-ns/op")

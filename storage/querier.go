@@ -259,6 +259,29 @@ func (db *DB) latestLocked(s *memSeries, mint, maxt int64) (latestKind, sample) 
 	return latestUnknown, sample{}
 }
 
+// headHoldsLocked reports whether the head holds every sample of s at or
+// after mint, so that a read of [mint, ...] need not look at Pebble. It
+// knows only for a series created by this process (freshFrom): all its
+// chunks in Pebble were written by this head, in-order chunks as they left
+// the pending list (each older than the next pending chunk and the open
+// chunk) and out-of-order samples only from before the open chunk
+// (flushOOO), so every sample in Pebble is older than the head's first
+// in-order chunk; its out-of-order samples still in the head are copied
+// with it. s.mu is held; the caller checks that s has no tombstones.
+func (db *DB) headHoldsLocked(s *memSeries, mint int64) bool {
+	if s.id < db.freshFrom {
+		return false
+	}
+	from := int64(maxInt64)
+	switch {
+	case s.ext != nil && len(s.ext.pending) > 0:
+		from = s.ext.pending[0].mint
+	case s.chunk != nil:
+		from = s.cmint
+	}
+	return from <= mint
+}
+
 // selectBatch is how many series a seriesSet loads at once. The Pebble
 // iterators are reopened per batch (a view at least as new as the head
 // copies), so it trades iterator setup against the memory of one batch.
@@ -306,6 +329,9 @@ type headEntry struct {
 	lo, hi int
 	latest latestKind // for a latest-only select
 	point  int        // index in seriesSet.points when latest == latestOne
+	// headOnly: the head holds every sample of the series at or after the
+	// range's mint (headHoldsLocked), so Pebble need not be read.
+	headOnly bool
 }
 
 func (ss *seriesSet) sortByLabels() error {
@@ -403,6 +429,7 @@ func (ss *seriesSet) loadBatch() {
 			}
 			if e.latest == latestUnknown {
 				ss.headSrc, ss.arena = s.copySourcesLocked(ss.mint, ss.maxt, !ss.labelsOnly, ss.headSrc, ss.arena)
+				e.headOnly = db.headHoldsLocked(s, ss.mint)
 			}
 			s.mu.Unlock()
 		}
@@ -454,6 +481,9 @@ func (ss *seriesSet) build(e *headEntry) promstorage.Series {
 	}
 	ss.chunks = ss.chunks[:0]
 	for i := range ss.cursors {
+		if e.headOnly && len(tombs) == 0 {
+			break
+		}
 		var err error
 		ss.chunks, ss.arena, err = ss.cursors[i].read(db, e.id, ss.mint, ss.maxt, !ss.labelsOnly, ss.chunks, ss.arena)
 		if err != nil {

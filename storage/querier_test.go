@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -229,4 +230,104 @@ func TestSelectConcurrentFlushNeverMisses(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
+}
+
+// TestHeadOnlyReads checks the reads that skip Pebble because the head
+// holds every sample from the range's start (headHoldsLocked): for every
+// start of a range over a series whose chunks were sealed into Pebble and
+// whose out-of-order samples were merged into Pebble chunks, before and
+// after more of both, the samples are exactly those appended; the head is
+// found to hold the newest ranges (so the skip is taken) but not those
+// reaching into chunks written to Pebble, nor any after a restart (the
+// series is not the process's own).
+func TestHeadOnlyReads(t *testing.T) {
+	opts := testOptions()
+	opts.SamplesPerChunk = 8
+	dir := t.TempDir()
+	db, err := Open(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := labels.FromStrings("__name__", "m")
+	want := map[int64]float64{}
+	add := func(k int64) {
+		mustAppend(t, db, ls, k*1000, float64(k))
+		want[k*1000] = float64(k)
+	}
+	// check reads [mint, end] for every mint; the head must hold the
+	// ranges from newest on and not those from oldest.
+	check := func(db *DB, when string, end int64, newest, oldest int64) {
+		t.Helper()
+		for mint := int64(0); mint <= end; mint += 1000 {
+			var w []got
+			for _, k := range slices.Sorted(maps.Keys(want)) {
+				if k >= mint && k <= end {
+					w = append(w, got{T: k, V: want[k]})
+				}
+			}
+			res := queryAll(t, db, mint, end)
+			requireSamples(t, res, map[string][]got{ls.String(): w})
+			if len(res[ls.String()]) != len(w) {
+				t.Fatalf("%s from %d: %d samples, want %d", when, mint, len(res[ls.String()]), len(w))
+			}
+			s := db.series.get(1)
+			if s == nil {
+				t.Fatalf("%s: series not in the head", when)
+			}
+			s.mu.Lock()
+			holds := db.headHoldsLocked(s, mint)
+			s.mu.Unlock()
+			if (mint >= newest && !holds) || (mint <= oldest && holds) {
+				t.Fatalf("%s from %d: head holds = %v", when, mint, holds)
+			}
+		}
+	}
+	for k := int64(0); k < 60; k += 2 {
+		add(k)
+	}
+	for k := int64(1); k < 60; k += 2 { // late, within the out-of-order window
+		add(k)
+	}
+	check(db, "appended", 60_000, 56_000, -1) // the open chunk of 8 even samples starts at 56 s
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check(db, "flushed", 60_000, 1<<62, 60_000) // Flush seals the open chunk
+	for k := int64(60); k < 100; k++ {
+		add(k)
+	}
+	for _, k := range []int64{57, 59} { // late again: the open chunk's range
+		mustAppend(t, db, ls, k*1000+500, -float64(k))
+		want[k*1000+500] = -float64(k)
+	}
+	check(db, "more", 100_000, 92_000, 59_000) // open chunk 92-99 s
+	// The sealed chunks and the late samples into Pebble, the open chunk
+	// staying: what the background checkpoint does between Flushes.
+	s := db.series.get(1)
+	if err := db.writePending([]*memSeries{s}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.flushOOO(s); err != nil {
+		t.Fatal(err)
+	}
+	if s.ext != nil && (len(s.ext.ooo) > 0 || len(s.ext.pending) > 0) {
+		t.Fatalf("late samples or sealed chunks left in the head")
+	}
+	check(db, "merged", 100_000, 92_000, 91_000)
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check(db, "flushed again", 100_000, 1<<62, 100_000)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for k := int64(100); k < 104; k++ {
+		add(k)
+	}
+	check(db, "reopened", 103_000, 1<<62, 103_000) // an open chunk from 100 s, but not this process's series
 }

@@ -2,135 +2,25 @@ package api
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
-	"slices"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/proto/tempopb"
 	"github.com/weftdb/weft/query/traceql"
 	"github.com/weftdb/weft/storage/traceentry"
 )
 
-// toPtrace converts a stored trace to OTLP: one ResourceSpans per distinct
-// resource and one ScopeSpans per distinct scope within it, in the order
-// they first appear once the spans are sorted by start time.
-func toPtrace(tr *traceentry.Trace) ptrace.Traces {
-	spans := make([]*traceentry.Span, len(tr.Spans))
-	for i := range tr.Spans {
-		spans[i] = &tr.Spans[i]
-	}
-	slices.SortStableFunc(spans, func(a, b *traceentry.Span) int { return cmp.Compare(a.StartUnixNano, b.StartUnixNano) })
-	td := ptrace.NewTraces()
-	type scopeKey struct {
-		r *traceentry.Resource
-		s *traceentry.InstrumentationScope
-	}
-	res := map[*traceentry.Resource]ptrace.ResourceSpans{}
-	scopes := map[scopeKey]ptrace.ScopeSpans{}
-	for _, sp := range spans {
-		rs, ok := res[sp.Resource]
-		if !ok {
-			rs = td.ResourceSpans().AppendEmpty()
-			if r := sp.Resource; r != nil {
-				putAttrs(rs.Resource().Attributes(), r.Attributes)
-				rs.Resource().SetDroppedAttributesCount(r.DroppedAttributesCount)
-				rs.SetSchemaUrl(r.SchemaURL)
-			}
-			res[sp.Resource] = rs
-		}
-		k := scopeKey{sp.Resource, sp.Scope}
-		ss, ok := scopes[k]
-		if !ok {
-			ss = rs.ScopeSpans().AppendEmpty()
-			if sc := sp.Scope; sc != nil {
-				ss.Scope().SetName(sc.Name)
-				ss.Scope().SetVersion(sc.Version)
-				putAttrs(ss.Scope().Attributes(), sc.Attributes)
-				ss.Scope().SetDroppedAttributesCount(sc.DroppedAttributesCount)
-				ss.SetSchemaUrl(sc.SchemaURL)
-			}
-			scopes[k] = ss
-		}
-		putSpan(ss.Spans().AppendEmpty(), sp)
-	}
-	return td
-}
-
-func putSpan(out ptrace.Span, sp *traceentry.Span) {
-	out.SetTraceID(pcommon.TraceID(sp.TraceID))
-	out.SetSpanID(pcommon.SpanID(sp.SpanID))
-	out.SetParentSpanID(pcommon.SpanID(sp.ParentSpanID))
-	out.TraceState().FromRaw(sp.TraceState)
-	out.SetFlags(sp.Flags)
-	out.SetName(sp.Name)
-	out.SetKind(ptrace.SpanKind(sp.Kind))
-	out.Status().SetCode(ptrace.StatusCode(sp.StatusCode))
-	out.Status().SetMessage(sp.StatusMessage)
-	out.SetStartTimestamp(pcommon.Timestamp(sp.StartUnixNano))
-	out.SetEndTimestamp(pcommon.Timestamp(sp.EndUnixNano))
-	putAttrs(out.Attributes(), sp.Attributes)
-	out.SetDroppedAttributesCount(sp.DroppedAttributesCount)
-	out.SetDroppedEventsCount(sp.DroppedEventsCount)
-	out.SetDroppedLinksCount(sp.DroppedLinksCount)
-	for _, e := range sp.Events {
-		ev := out.Events().AppendEmpty()
-		ev.SetTimestamp(pcommon.Timestamp(e.TimeUnixNano))
-		ev.SetName(e.Name)
-		putAttrs(ev.Attributes(), e.Attributes)
-		ev.SetDroppedAttributesCount(e.DroppedAttributesCount)
-	}
-	for _, l := range sp.Links {
-		lk := out.Links().AppendEmpty()
-		lk.SetTraceID(pcommon.TraceID(l.TraceID))
-		lk.SetSpanID(pcommon.SpanID(l.SpanID))
-		lk.TraceState().FromRaw(l.TraceState)
-		putAttrs(lk.Attributes(), l.Attributes)
-		lk.SetDroppedAttributesCount(l.DroppedAttributesCount)
-		lk.SetFlags(l.Flags)
-	}
-}
-
-func putAttrs(m pcommon.Map, as traceentry.Attributes) {
-	m.EnsureCapacity(len(as))
-	for _, kv := range as {
-		putValue(m.PutEmpty(kv.Key), kv.Value)
-	}
-}
-
-func putValue(dst pcommon.Value, v traceentry.Value) {
-	switch v.Type() {
-	case traceentry.ValueString:
-		dst.SetStr(v.Str())
-	case traceentry.ValueInt:
-		dst.SetInt(v.Int())
-	case traceentry.ValueFloat:
-		dst.SetDouble(v.Float())
-	case traceentry.ValueBool:
-		dst.SetBool(v.Bool())
-	case traceentry.ValueBytes:
-		dst.SetEmptyBytes().FromRaw(v.Bytes())
-	case traceentry.ValueArray:
-		s := dst.SetEmptySlice()
-		for _, e := range v.Array() {
-			putValue(s.AppendEmpty(), e)
-		}
-	case traceentry.ValueMap:
-		putAttrs(dst.SetEmptyMap(), v.Map())
-	}
-}
-
 // traceProto returns the OTLP TracesData bytes of tr, which are also
 // tempopb.Trace's (field 1: repeated ResourceSpans).
 func traceProto(tr *traceentry.Trace) ([]byte, error) {
 	var m ptrace.ProtoMarshaler
-	return m.MarshalTraces(toPtrace(tr))
+	return m.MarshalTraces(otlptraces.ToPtrace(tr.Spans))
 }
 
 // traceByIDProto wraps trace bytes as a tempopb.TraceByIDResponse: field 1

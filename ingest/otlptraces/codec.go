@@ -135,11 +135,7 @@ func FromPtrace(td ptrace.Traces) ([]traceentry.Span, error) {
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			sc := ss.Scope()
-			scope := &traceentry.InstrumentationScope{
-				Name: sc.Name(), Version: sc.Version(), Attributes: attrs(sc.Attributes(), 0),
-				DroppedAttributesCount: sc.DroppedAttributesCount(), SchemaURL: ss.SchemaUrl(),
-			}
+			scope := scopeOf(ss)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)

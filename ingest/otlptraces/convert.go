@@ -78,11 +78,7 @@ func (c *converter) convert(td ptrace.Traces, rej *rejection) []resource {
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			sc := ss.Scope()
-			scope := &traceentry.InstrumentationScope{
-				Name: sc.Name(), Version: sc.Version(), Attributes: attrs(sc.Attributes(), 0),
-				DroppedAttributesCount: sc.DroppedAttributesCount(), SchemaURL: ss.SchemaUrl(),
-			}
+			scope := scopeOf(ss)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
@@ -98,6 +94,15 @@ func (c *converter) convert(td ptrace.Traces, rej *rejection) []resource {
 		}
 	}
 	return out
+}
+
+// scopeOf is the stored form of ss's instrumentation scope.
+func scopeOf(ss ptrace.ScopeSpans) *traceentry.InstrumentationScope {
+	sc := ss.Scope()
+	return &traceentry.InstrumentationScope{
+		Name: sc.Name(), Version: sc.Version(), Attributes: attrs(sc.Attributes(), 0),
+		DroppedAttributesCount: sc.DroppedAttributesCount(), SchemaURL: ss.SchemaUrl(),
+	}
 }
 
 // resourcePtr is the resource every span of r points to.

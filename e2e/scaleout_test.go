@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,7 +164,13 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 
 	noOTLP := []string{"-otlp-grpc-addr", "", "-otlp-http-addr", ""}
 	kafka := []string{"-kafka.brokers", c.brokers, "-kafka.partitions", itoa(clusterPartitions)}
-	c.single = &role{name: "single", dir: filepath.Join(tmp, "single"), addr: freeAddr(t), args: noOTLP}
+	// A cluster derives no span metrics (docs/scale-out.md): the single node
+	// it is compared with derives none either.
+	singleCfg := filepath.Join(tmp, "single.yml")
+	if err := os.WriteFile(singleCfg, []byte("traces:\n  span_metrics: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.single = &role{name: "single", dir: filepath.Join(tmp, "single"), addr: freeAddr(t), args: append([]string{"-config", singleCfg}, noOTLP...)}
 	c.dist = &role{name: "distributor", dir: filepath.Join(tmp, "dist"), addr: freeAddr(t),
 		args: append([]string{"-target", "distributor", "-otlp-grpc-addr", "", "-otlp-http-addr", ""}, kafka...)}
 	for i, part := range []string{"0", "0", "1"} {
@@ -460,12 +467,17 @@ func vectorCount(raw json.RawMessage) int64 {
 	return n
 }
 
+// scaleTraces is how many traces (of 1+3 spans) telemetrygen sends
+// TestScaleOut.
+const scaleTraces = 40
+
 // TestScaleOut starts a cluster — a kfake broker process (3 brokers,
 // persisted), one distributor, two ingesters of partition 0 and one of
 // partition 1, and a querier — beside a single-node weft, feeds both the
 // same data from a real Prometheus (remote write), telemetrygen (OTLP
-// metrics and logs through a tee) and Loki pushes, and checks that the
-// querier answers the Prometheus and Loki APIs as the single node does.
+// metrics, logs and traces through a tee) and Loki pushes, and checks that
+// the querier answers the Prometheus, Loki and Tempo APIs as the single
+// node does.
 // Then it SIGKILLs the ingester of partition 1 while writes go on (the
 // answers are flagged partial meanwhile; after its restart every
 // acknowledged line is there, once) and restarts the broker.
@@ -505,13 +517,16 @@ remote_write:
 
 	pusher := startLokiPusher(c.single.url(), c.dist.url())
 	tee := teeOTLP(t, c.single.url(), c.dist.url())
-	for _, sig := range []string{"metrics", "logs"} {
+	for _, sig := range []string{"metrics", "logs", "traces"} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		args := []string{sig, "--otlp-http", "--otlp-insecure", "--otlp-endpoint", tee, "--rate", "20", "--service", "telemetrygen", "--workers", "1"}
-		if sig == "metrics" {
+		switch sig {
+		case "metrics":
 			args = append(args, "--metrics", "40", "--metric-type", "Sum")
-		} else {
+		case "logs":
 			args = append(args, "--logs", "40")
+		case "traces":
+			args = append(args, "--traces", strconv.Itoa(scaleTraces), "--child-spans", "3")
 		}
 		out, err := exec.CommandContext(ctx, genBin, args...).CombinedOutput()
 		cancel()
@@ -539,6 +554,7 @@ remote_write:
 		}
 		// Lines still being pushed are not compared: the window ends before them.
 		compareLoki(t, c.single.url(), c.querier.url(), started.Add(-time.Minute), time.Now().Add(-2*time.Second))
+		compareTempo(t, c.single.url(), c.querier.url(), started.Add(-time.Minute), time.Now(), scaleTraces)
 	})
 	if t.Failed() {
 		return
@@ -571,6 +587,8 @@ remote_write:
 		// by the replay.
 		waitLines(t, c, acked, true)
 		compareLoki(t, c.single.url(), c.querier.url(), started.Add(-time.Minute), time.Now())
+		// The killed ingester replayed its partition's spans: each once.
+		compareTempo(t, c.single.url(), c.querier.url(), started.Add(-time.Minute), time.Now(), scaleTraces)
 	})
 	t.Logf("acknowledged %d log lines through the cluster", acked)
 

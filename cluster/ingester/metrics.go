@@ -11,10 +11,10 @@ import (
 // metrics are the ingester's own: what it applied and how far behind the
 // log it is. Safe for concurrent use.
 type metrics struct {
-	samples, histograms, exemplars, entries prometheus.Counter
-	rejected                                *prometheus.CounterVec
-	corrupt, applyFailures                  prometheus.Counter
-	lag                                     *lagCollector
+	samples, histograms, exemplars, entries, spans prometheus.Counter
+	rejected                                       *prometheus.CounterVec
+	corrupt, applyFailures                         prometheus.Counter
+	lag                                            *lagCollector
 }
 
 func newMetrics(r prometheus.Registerer, in *Ingester) *metrics {
@@ -26,11 +26,12 @@ func newMetrics(r prometheus.Registerer, in *Ingester) *metrics {
 		histograms:    c("weft_ingester_histograms_applied_total", "Histogram samples applied from the ingest log."),
 		exemplars:     c("weft_ingester_exemplars_applied_total", "Exemplars applied from the ingest log."),
 		entries:       c("weft_ingester_log_entries_applied_total", "Log entries applied from the ingest log."),
+		spans:         c("weft_ingester_spans_applied_total", "Trace spans applied from the ingest log."),
 		corrupt:       c("weft_ingester_records_corrupt_total", "Records of the ingest log that did not decode and were skipped."),
 		applyFailures: c("weft_ingester_apply_failures_total", "Batches the store failed to take (retried)."),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "weft_ingester_rejected_total",
-			Help: "Samples and log entries the store refused as data errors (acknowledged by the distributor, dropped here), by reason.",
+			Help: "Samples, log entries and spans the store refused as data errors (acknowledged by the distributor, dropped here), by reason.",
 		}, []string{"reason"}),
 		lag: &lagCollector{in: in,
 			lag:     prometheus.NewDesc("weft_ingester_consumer_lag_records", "Records produced to the partition and not applied yet.", []string{"partition"}, nil),
@@ -39,7 +40,7 @@ func newMetrics(r prometheus.Registerer, in *Ingester) *metrics {
 		},
 	}
 	if r != nil {
-		r.MustRegister(m.samples, m.histograms, m.exemplars, m.entries, m.corrupt, m.applyFailures, m.rejected, m.lag)
+		r.MustRegister(m.samples, m.histograms, m.exemplars, m.entries, m.spans, m.corrupt, m.applyFailures, m.rejected, m.lag)
 	}
 	return m
 }
@@ -49,6 +50,7 @@ func (m *metrics) observe(a record.Applied) {
 	m.histograms.Add(float64(a.Histograms))
 	m.exemplars.Add(float64(a.Exemplars))
 	m.entries.Add(float64(a.Entries))
+	m.spans.Add(float64(a.Spans))
 	for reason, n := range a.Rejected {
 		m.rejected.WithLabelValues(reason).Add(float64(n))
 	}

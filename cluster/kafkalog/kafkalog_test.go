@@ -16,6 +16,8 @@ import (
 	"github.com/weftdb/weft/ingest"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/traceentry"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 const testPartitions = 4
@@ -198,6 +200,66 @@ func TestSinkSplitsLargeWrites(t *testing.T) {
 	}
 }
 
+// TestSinkPushesTracesByTraceID: every span goes to its trace ID's
+// partition, whichever resource sent it, keeps its resource's labels, and a
+// push larger than MaxRecordBytes is split with every span kept.
+func TestSinkPushesTracesByTraceID(t *testing.T) {
+	for _, maxBytes := range []int{0, 600} {
+		var got []Produced
+		s := NewSink(produceFunc(func(_ context.Context, recs []Produced) ([]int64, error) {
+			got = append(got, recs...)
+			return make([]int64, len(recs)), nil
+		}), testPartitions, maxBytes)
+		var batch []tracestore.ResourceSpans
+		const nTraces = 30
+		for r, svc := range []string{"trainer", "loader"} {
+			res := &traceentry.Resource{Attributes: traceentry.Attributes{{Key: "service.name", Value: traceentry.StringValue(svc)}}}
+			rs := tracestore.ResourceSpans{Labels: labels.FromStrings("service_name", svc)}
+			for i := range nTraces {
+				rs.Spans = append(rs.Spans, traceentry.Span{TraceID: traceentry.TraceID{0: 1, 15: byte(i)}, SpanID: traceentry.SpanID{6: byte(r + 1), 7: byte(i)},
+					Name: svc, StartUnixNano: int64(i), EndUnixNano: int64(i + 1), Resource: res, Scope: &traceentry.InstrumentationScope{}})
+			}
+			batch = append(batch, rs)
+		}
+		res, err := s.PushTraces(context.Background(), batch)
+		if err != nil || res.Accepted != 2*nTraces {
+			t.Fatalf("PushTraces = %+v, %v", res, err)
+		}
+		spans := map[traceentry.TraceID][]string{}
+		for _, p := range got {
+			if p.Kind != record.KindTraces || maxBytes > 0 && len(p.Value) > maxBytes {
+				t.Fatalf("record of kind %v and %d bytes (limit %d)", p.Kind, len(p.Value), maxBytes)
+			}
+			rec, err := record.Decode(p.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rec.Resources {
+				for _, sp := range r.Spans {
+					if want := record.TracePartition(sp.TraceID, testPartitions); p.Partition != want {
+						t.Errorf("span of trace %s on partition %d, its trace ID's is %d", sp.TraceID, p.Partition, want)
+					}
+					if r.Labels.Get("service_name") != sp.Name {
+						t.Errorf("span %q under resource %v", sp.Name, r.Labels)
+					}
+					spans[sp.TraceID] = append(spans[sp.TraceID], sp.Name)
+				}
+			}
+		}
+		if len(spans) != nTraces {
+			t.Fatalf("max %d: %d traces arrived, want %d", maxBytes, len(spans), nTraces)
+		}
+		for id, names := range spans {
+			if len(names) != 2 {
+				t.Fatalf("trace %s arrived with spans %v, want one per resource", id, names)
+			}
+		}
+		if maxBytes > 0 && len(got) <= testPartitions {
+			t.Fatalf("a push over the record limit made %d records", len(got))
+		}
+	}
+}
+
 type produceFunc func(context.Context, []Produced) ([]int64, error)
 
 func (f produceFunc) Produce(ctx context.Context, recs []Produced) ([]int64, error) {
@@ -231,6 +293,11 @@ func TestProduceFailureIsUnavailable(t *testing.T) {
 	err = s.Push(context.Background(), []logstore.PushStream{{Labels: labels.FromStrings("job", "x"), Entries: []logentry.Entry{{Timestamp: 1, Line: "l"}}}})
 	if !errors.Is(err, ingest.ErrUnavailable) {
 		t.Fatalf("Push = %v, want ingest.ErrUnavailable", err)
+	}
+	_, err = s.PushTraces(context.Background(), []tracestore.ResourceSpans{{Labels: labels.FromStrings("service_name", "x"),
+		Spans: []traceentry.Span{{TraceID: traceentry.TraceID{15: 1}, SpanID: traceentry.SpanID{7: 1}, StartUnixNano: 1, EndUnixNano: 2}}}})
+	if !errors.Is(err, ingest.ErrUnavailable) {
+		t.Fatalf("PushTraces = %v, want ingest.ErrUnavailable", err)
 	}
 }
 

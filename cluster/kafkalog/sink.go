@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftdb/weft/cluster/record"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // producer is what a Sink writes through; *Producer provides it.
@@ -206,4 +207,66 @@ func sortedKeys[V any](m map[int32]V) []int32 {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// PushTraces implements the OTLP traces receiver's Pusher
+// (ingest/otlptraces.Pusher): each span goes to the partition of its trace
+// ID (record.TracePartition), so one partition, and one ingester, holds
+// every span of a trace whichever resources sent them. It returns once the
+// brokers acknowledged every record; every span is then accepted (the
+// retention is the ingester's to apply).
+func (s *Sink) PushTraces(ctx context.Context, batch []tracestore.ResourceSpans) (tracestore.PushResult, error) {
+	byPart := make(map[int32][]tracestore.ResourceSpans)
+	n := 0
+	for _, rs := range batch {
+		// Spans of one resource on one partition stay together, in order.
+		for i := range rs.Spans {
+			p := record.TracePartition(rs.Spans[i].TraceID, s.partitions)
+			list := byPart[p]
+			if len(list) == 0 || !sameResource(list[len(list)-1], rs) {
+				list = append(list, tracestore.ResourceSpans{Labels: rs.Labels})
+			}
+			list[len(list)-1].Spans = append(list[len(list)-1].Spans, rs.Spans[i])
+			byPart[p] = list
+			n++
+		}
+	}
+	if n == 0 {
+		return tracestore.PushResult{}, nil
+	}
+	enc := s.encoders.Get().(*record.Encoder)
+	defer s.encoders.Put(enc)
+	var recs []Produced
+	var encErr error
+	encode := func(rs []tracestore.ResourceSpans) []byte {
+		b, err := enc.AppendTraces(nil, rs)
+		if err != nil && encErr == nil {
+			encErr = err
+		}
+		return b
+	}
+	for _, p := range sortedKeys(byPart) {
+		recs = split(recs, p, record.KindTraces, s.maxBytes, byPart[p], encode,
+			func(one tracestore.ResourceSpans) (tracestore.ResourceSpans, tracestore.ResourceSpans, bool) {
+				if len(one.Spans) <= 1 {
+					return one, one, false
+				}
+				lo, hi := one, one
+				lo.Spans, hi.Spans = one.Spans[:len(one.Spans)/2], one.Spans[len(one.Spans)/2:]
+				return lo, hi, true
+			})
+	}
+	if encErr != nil {
+		return tracestore.PushResult{}, encErr
+	}
+	if _, err := s.p.Produce(ctx, recs); err != nil {
+		return tracestore.PushResult{}, err
+	}
+	return tracestore.PushResult{Accepted: n}, nil
+}
+
+// sameResource reports whether a holds spans of b's resource (the spans of
+// one OTLP ResourceSpans point to one Resource).
+func sameResource(a, b tracestore.ResourceSpans) bool {
+	return len(a.Spans) > 0 && len(b.Spans) > 0 && a.Spans[0].Resource == b.Spans[0].Resource && labels.Equal(a.Labels, b.Labels)
 }

@@ -155,11 +155,21 @@ func (q *Querier) split() (int64, bool) {
 // answered for; a bad request (the query's fault) is returned as the
 // error.
 func fanout[T any](ctx context.Context, q *Querier, call func(ctx context.Context, in *ingester, parts []int32, total int32) (T, error)) ([]T, []int32, error) {
+	return fanoutTo(ctx, q, nil, call)
+}
+
+// fanoutTo is fanout over the partitions that only chooses among (every
+// partition when only is nil); only gets the partition count, which it
+// needs to name partitions.
+func fanoutTo[T any](ctx context.Context, q *Querier, only func(total int32) []int32, call func(ctx context.Context, in *ingester, parts []int32, total int32) (T, error)) ([]T, []int32, error) {
 	total := q.topo.totalPartitions()
 	if total == 0 {
 		return nil, nil, fmt.Errorf("querier: no ingester reported the partition count yet")
 	}
 	want := all(total)
+	if only != nil {
+		want = only(total)
+	}
 	avoid := map[*ingester]bool{}
 	var out []T
 	for round := 0; round < 2 && len(want) > 0; round++ {

@@ -49,7 +49,7 @@ func serve(t *testing.T, nStreams, nEntries int) (*Client, []logstore.PushStream
 	}
 	mux := http.NewServeMux()
 	status := func() Status { return Status{Partitions: []int32{0, 1, 2, 3}, TotalPartitions: total, Ready: true} }
-	for p, h := range Handlers(sub.Logs(), status, nil) {
+	for p, h := range Handlers(sub.Logs(), sub.Traces(), status, nil) {
 		mux.Handle(p, h)
 	}
 	srv := httptest.NewServer(mux)

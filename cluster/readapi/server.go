@@ -46,14 +46,15 @@ type LogSource interface {
 	EachStreamTotal(ctx context.Context, start, end int64, ms []*labels.Matcher, f func(ls labels.Labels, t logstore.Stats)) error
 }
 
-// Handlers returns the API's routes (http.ServeMux patterns) over logs and
-// status, for api.Options.Handlers. status reports the ingester.
-func Handlers(logs LogSource, status func() Status, logger *slog.Logger) map[string]http.Handler {
+// Handlers returns the API's routes (http.ServeMux patterns) over logs,
+// traces (none when traces is nil) and status, for api.Options.Handlers.
+// status reports the ingester.
+func Handlers(logs LogSource, traces TraceSource, status func() Status, logger *slog.Logger) map[string]http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{logs: logs, log: logger}
-	return map[string]http.Handler{
+	hs := map[string]http.Handler{
 		"GET " + PathStatus:  http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, status()) }),
 		"POST " + PathSelect: http.HandlerFunc(s.selectLogs),
 		"POST " + PathLabels: s.meta(func(ctx context.Context, q *query) (any, error) {
@@ -84,6 +85,12 @@ func Handlers(logs LogSource, status func() Status, logger *slog.Logger) map[str
 			return out, err
 		}),
 	}
+	if traces != nil {
+		for p, h := range (&traceServer{server: s, traces: traces}).routes() {
+			hs[p] = h
+		}
+	}
+	return hs
 }
 
 type server struct {
@@ -115,16 +122,26 @@ func decodeRequest(r *http.Request) (*query, error) {
 		return nil, err
 	}
 	q.ms = ms
-	if len(q.Partitions) > 0 {
-		if q.TotalPartitions <= 0 {
-			return nil, fmt.Errorf("%w: partitions without total_partitions", ErrBadRequest)
-		}
-		q.want = map[int32]bool{}
-		for _, p := range q.Partitions {
-			q.want[p] = true
-		}
+	if q.want, err = partitionSet(q.Partitions, q.TotalPartitions); err != nil {
+		return nil, err
 	}
 	return &q, nil
+}
+
+// partitionSet is a request's partitions as a set; nil (every partition)
+// when it names none.
+func partitionSet(parts []int32, total int32) (map[int32]bool, error) {
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	if total <= 0 {
+		return nil, fmt.Errorf("%w: partitions without total_partitions", ErrBadRequest)
+	}
+	want := make(map[int32]bool, len(parts))
+	for _, p := range parts {
+		want[p] = true
+	}
+	return want, nil
 }
 
 func (s *server) meta(f func(ctx context.Context, q *query) (any, error)) http.Handler {

@@ -11,14 +11,18 @@ import (
 
 // Paths of the API.
 const (
-	PathPrefix   = "/weft/internal/v1/"
-	PathStatus   = PathPrefix + "status"
-	PathSelect   = PathPrefix + "logs/select"
-	PathLabels   = PathPrefix + "logs/labels"
-	PathValues   = PathPrefix + "logs/values"
-	PathSeries   = PathPrefix + "logs/series"
-	PathTotals   = PathPrefix + "logs/totals"
-	HeaderStrong = "X-Weft-Read-Consistency"
+	PathPrefix = "/weft/internal/v1/"
+	PathStatus = PathPrefix + "status"
+	PathSelect = PathPrefix + "logs/select"
+	PathLabels = PathPrefix + "logs/labels"
+	PathValues = PathPrefix + "logs/values"
+	PathSeries = PathPrefix + "logs/series"
+	PathTotals = PathPrefix + "logs/totals"
+	// Traces (traces.go).
+	PathTraceFetch = PathPrefix + "traces/fetch"
+	PathTraceFind  = PathPrefix + "traces/find"
+	PathTraceTags  = PathPrefix + "traces/tags"
+	HeaderStrong   = "X-Weft-Read-Consistency"
 	// StrongValue asks the ingester to answer only after it applied every
 	// record produced before the request (read-after-write).
 	StrongValue = "strong"

@@ -10,6 +10,7 @@ import (
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // LogPusher is where log records are applied: *logstore.Store.
@@ -17,17 +18,25 @@ type LogPusher interface {
 	Push(ctx context.Context, streams []logstore.PushStream) error
 }
 
+// TracePusher is where trace records are applied: *tracestore.Store.
+type TracePusher interface {
+	Push(ctx context.Context, batch []tracestore.ResourceSpans) (tracestore.PushResult, error)
+}
+
 // Applier writes records into a store, as the single-node ingest paths
 // would have: metric samples through one appender transaction per Apply,
-// log streams through one push. Safe for concurrent use if the stores are.
+// log streams through one push, trace resources through one push. A nil
+// store's records are counted as rejected (the block builder keeps no
+// traces). Safe for concurrent use if the stores are.
 type Applier struct {
 	Metrics promstorage.AppendableV2
 	Logs    LogPusher
+	Traces  TracePusher
 }
 
 // Applied counts what one Apply wrote and dropped.
 type Applied struct {
-	Samples, Histograms, Exemplars, Entries int
+	Samples, Histograms, Exemplars, Entries, Spans int
 	// Rejected are samples and entries the store refused as data errors
 	// (out of order or window, duplicate with another value, invalid
 	// labels, too old for the retention): the same a single node would
@@ -44,13 +53,15 @@ func (a *Applied) reject(reason string, n int) {
 }
 
 // Apply writes recs in order. When it returns nil every sample is in the
-// metric store's WAL (committed) and every entry in the log store (a synced
-// push). An error is the store's (closed, disk failing): nothing of recs'
-// metrics is committed, and Apply may be retried with the same records
-// (metric samples are idempotent; log streams of recs may be partly stored).
+// metric store's WAL (committed), every entry in the log store and every
+// span in the trace store (synced pushes). An error is the store's (closed,
+// disk failing): nothing of recs' metrics is committed, and Apply may be
+// retried with the same records (metric samples are idempotent; log streams
+// of recs may be partly stored; spans stored twice are read once).
 func (ap *Applier) Apply(ctx context.Context, recs []Record) (Applied, error) {
 	var out Applied
 	var streams []logstore.PushStream
+	var resources []tracestore.ResourceSpans
 	var app promstorage.AppenderV2
 	for i := range recs {
 		switch recs[i].Kind {
@@ -67,6 +78,8 @@ func (ap *Applier) Apply(ctx context.Context, recs []Record) (Applied, error) {
 			}
 		case KindLogs:
 			streams = append(streams, recs[i].Streams...)
+		case KindTraces:
+			resources = append(resources, recs[i].Resources...)
 		}
 	}
 	if app != nil {
@@ -74,17 +87,35 @@ func (ap *Applier) Apply(ctx context.Context, recs []Record) (Applied, error) {
 			return Applied{}, fmt.Errorf("commit metric samples: %w", err)
 		}
 	}
-	if len(streams) == 0 {
-		return out, nil
-	}
-	if ap.Logs == nil {
+	switch {
+	case len(streams) == 0:
+	case ap.Logs == nil:
 		for _, s := range streams {
 			out.reject("no_log_store", len(s.Entries))
 		}
+	default:
+		if err := ap.pushLogs(ctx, streams, &out); err != nil {
+			return Applied{}, err
+		}
+	}
+	if len(resources) == 0 {
 		return out, nil
 	}
-	if err := ap.pushLogs(ctx, streams, &out); err != nil {
-		return Applied{}, err
+	n := 0
+	for _, r := range resources {
+		n += len(r.Spans)
+	}
+	if ap.Traces == nil {
+		out.reject("no_trace_store", n)
+		return out, nil
+	}
+	res, err := ap.Traces.Push(ctx, resources)
+	if err != nil {
+		return Applied{}, fmt.Errorf("push spans: %w", err)
+	}
+	out.Spans += res.Accepted
+	if res.TooOld > 0 {
+		out.reject("too_old", res.TooOld)
 	}
 	return out, nil
 }

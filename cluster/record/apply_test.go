@@ -90,3 +90,47 @@ func TestApply(t *testing.T) {
 		t.Fatalf("Apply = %+v, %v; want one too_far_in_future rejection", got, err)
 	}
 }
+
+// TestApplyTraces: a trace record lands in the trace store whole (its spans
+// from both resources), a replay reads back once, spans older than the
+// retention are counted as rejected, and an applier without a trace store
+// counts every span as rejected.
+func TestApplyTraces(t *testing.T) {
+	sub := openSubstrate(t)
+	ap := &Applier{Metrics: sub.Metrics(), Logs: sub.Logs(), Traces: sub.Traces()}
+	rs := testResources()
+	now := time.Now().UnixNano()
+	for i := range rs {
+		for j := range rs[i].Spans {
+			sp := &rs[i].Spans[j]
+			d := sp.EndUnixNano - sp.StartUnixNano
+			sp.StartUnixNano = now - int64(time.Minute) + sp.StartUnixNano - 1_700_000_000_000_000_000
+			sp.EndUnixNano = sp.StartUnixNano + d
+		}
+	}
+	b := mustTraces(t, NewEncoder(), rs)
+	rec, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second Apply is a replay
+		out, err := ap.Apply(context.Background(), []Record{rec})
+		if err != nil || out.Spans != 3 || len(out.Rejected) != 0 {
+			t.Fatalf("Apply = %+v, %v; want 3 spans", out, err)
+		}
+	}
+	tr, err := sub.Traces().FindTraceByID(context.Background(), rs[0].Spans[0].TraceID, 0, 0)
+	if err != nil || tr == nil || len(tr.Spans) != 2 {
+		t.Fatalf("FindTraceByID = %+v, %v; want trace 1's 2 spans once", tr, err)
+	}
+	old, err := Decode(mustTraces(t, NewEncoder(), testResources())) // 2023: past the retention
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := ap.Apply(context.Background(), []Record{old}); err != nil || out.Spans != 0 || out.Rejected["too_old"] != 3 {
+		t.Fatalf("Apply of old spans = %+v, %v; want 3 rejected too_old", out, err)
+	}
+	if out, err := (&Applier{}).Apply(context.Background(), []Record{rec}); err != nil || out.Rejected["no_trace_store"] != 3 {
+		t.Fatalf("Apply without a trace store = %+v, %v", out, err)
+	}
+}

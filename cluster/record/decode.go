@@ -10,9 +10,11 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
 
+	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/storage/chunkenc"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // decoder reads one record. Every count is checked against the bytes left
@@ -153,6 +155,8 @@ func Decode(b []byte) (Record, error) {
 		rec.Series = d.metrics()
 	case KindLogs:
 		rec.Streams = d.logs()
+	case KindTraces:
+		rec.Resources = d.traces()
 	default:
 		d.fail("unknown kind %d", rec.Kind)
 	}
@@ -281,6 +285,34 @@ func (d *decoder) logs() []logstore.PushStream {
 			ps.Entries = append(ps.Entries, logentry.Entry{Timestamp: t, Line: line, Metadata: md})
 		}
 		out = append(out, ps)
+	}
+	return out
+}
+
+func (d *decoder) traces() []tracestore.ResourceSpans {
+	n := d.count("resource count", 2)
+	out := make([]tracestore.ResourceSpans, 0, n)
+	for range n {
+		r := tracestore.ResourceSpans{Labels: d.labels("resource labels")}
+		l := d.uvarint("spans length")
+		if d.err == nil && l > uint64(len(d.b)) {
+			d.fail("spans of %d bytes exceed the %d bytes left", l, len(d.b))
+		}
+		if d.err != nil {
+			return nil
+		}
+		spans, err := otlptraces.UnmarshalSpans(d.b[:l])
+		if err != nil {
+			d.fail("resource %s: %v", r.Labels, err)
+			return nil
+		}
+		d.b = d.b[l:]
+		if len(spans) == 0 {
+			d.fail("resource %s without spans", r.Labels)
+			return nil
+		}
+		r.Spans = spans
+		out = append(out, r)
 	}
 	return out
 }

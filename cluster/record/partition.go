@@ -3,6 +3,8 @@ package record
 import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/storage/traceentry"
 )
 
 // hashSep separates names and values in Hash's input; 0xff never occurs in
@@ -32,3 +34,11 @@ func Partition(h uint64, n int32) int32 {
 
 // PartitionOf is Partition(Hash(ls), n).
 func PartitionOf(ls labels.Labels, n int32) int32 { return Partition(Hash(ls), n) }
+
+// TracePartition is the partition of n that a trace belongs to: every span
+// of a trace goes to the one its trace ID hashes to (xxHash64 of the 16
+// bytes), whatever resource sent it, so one partition holds the whole trace.
+// Part of the format, as Hash is.
+func TracePartition(id traceentry.TraceID, n int32) int32 {
+	return Partition(xxhash.Sum64(id[:]), n)
+}

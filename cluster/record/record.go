@@ -11,8 +11,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
 
+	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/storage/chunkenc"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // Format constants (docs/format/ingest-log.md).
@@ -28,6 +30,7 @@ type Kind uint8
 const (
 	KindMetrics Kind = 1
 	KindLogs    Kind = 2
+	KindTraces  Kind = 3
 )
 
 func (k Kind) String() string {
@@ -36,6 +39,8 @@ func (k Kind) String() string {
 		return "metrics"
 	case KindLogs:
 		return "logs"
+	case KindTraces:
+		return "traces"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -81,11 +86,12 @@ type Sample struct {
 }
 
 // Record is a decoded record: Series when Kind is KindMetrics, Streams when
-// it is KindLogs.
+// it is KindLogs, Resources when it is KindTraces.
 type Record struct {
-	Kind    Kind
-	Series  []Series
-	Streams []logstore.PushStream
+	Kind      Kind
+	Series    []Series
+	Streams   []logstore.PushStream
+	Resources []tracestore.ResourceSpans
 }
 
 // Encoder builds records. Its buffers are reused between calls; not safe for
@@ -96,6 +102,7 @@ type Encoder struct {
 	body    []byte
 	scratch []*histogram.Histogram
 	fscr    []*histogram.FloatHistogram
+	otlp    []byte
 }
 
 // NewEncoder returns an empty Encoder.
@@ -226,4 +233,24 @@ func (e *Encoder) AppendLogs(dst []byte, streams []logstore.PushStream) []byte {
 		}
 	}
 	return e.finish(dst, KindLogs)
+}
+
+// AppendTraces appends the record of resources to dst: per resource its
+// stream labels and its spans as OTLP protobuf (TracesData), which carries
+// every span field the store keeps.
+func (e *Encoder) AppendTraces(dst []byte, resources []tracestore.ResourceSpans) ([]byte, error) {
+	e.reset()
+	e.body = binary.AppendUvarint(e.body, uint64(len(resources)))
+	for i := range resources {
+		r := &resources[i]
+		e.putLabels(r.Labels)
+		var err error
+		e.otlp, err = otlptraces.MarshalSpans(e.otlp[:0], r.Spans)
+		if err != nil {
+			return dst, err
+		}
+		e.body = binary.AppendUvarint(e.body, uint64(len(e.otlp)))
+		e.body = append(e.body, e.otlp...)
+	}
+	return e.finish(dst, KindTraces), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/traceentry"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 func testSeries() []Series {
@@ -47,6 +50,37 @@ func testStreams() []logstore.PushStream {
 	}
 }
 
+// testResources are two resources' spans: every field the store keeps set
+// on one span or another, trace 1 spread over both resources.
+func testResources() []tracestore.ResourceSpans {
+	res := func(svc string) *traceentry.Resource {
+		return &traceentry.Resource{Attributes: traceentry.Attributes{{Key: "service.name", Value: traceentry.StringValue(svc)}}, DroppedAttributesCount: 1, SchemaURL: "https://opentelemetry.io/schemas/1.26.0"}
+	}
+	scope := &traceentry.InstrumentationScope{Name: "torch", Version: "2.5", Attributes: traceentry.Attributes{{Key: "k", Value: traceentry.BoolValue(true)}}, SchemaURL: "s"}
+	trainer, loader := res("trainer"), res("loader")
+	id1, id2 := traceentry.TraceID{15: 1}, traceentry.TraceID{0: 0xff, 15: 2}
+	return []tracestore.ResourceSpans{
+		{Labels: labels.FromStrings("service_name", "trainer"), Spans: []traceentry.Span{
+			{TraceID: id1, SpanID: traceentry.SpanID{7: 1}, TraceState: "a=b", Flags: 1, Name: "step", Kind: traceentry.SpanKindServer,
+				StatusCode: traceentry.StatusError, StatusMessage: "nan loss", StartUnixNano: 1_700_000_000_000_000_000, EndUnixNano: 1_700_000_001_000_000_000,
+				Attributes: traceentry.Attributes{
+					{Key: "step", Value: traceentry.IntValue(42)}, {Key: "loss", Value: traceentry.FloatValue(math.Inf(1))},
+					{Key: "ranks", Value: traceentry.ArrayValue(traceentry.IntValue(0), traceentry.StringValue("1"))},
+					{Key: "cfg", Value: traceentry.MapValue(traceentry.KeyValue{Key: "lr", Value: traceentry.FloatValue(0.1)})},
+					{Key: "blob", Value: traceentry.BytesValue([]byte{0, 1, 2})},
+				},
+				Events:                 []traceentry.Event{{TimeUnixNano: 1_700_000_000_500_000_000, Name: "checkpoint", Attributes: traceentry.Attributes{{Key: "path", Value: traceentry.StringValue("/ckpt")}}, DroppedAttributesCount: 2}},
+				Links:                  []traceentry.Link{{TraceID: id2, SpanID: traceentry.SpanID{7: 9}, TraceState: "x=y", Flags: 1, DroppedAttributesCount: 3}},
+				DroppedAttributesCount: 4, DroppedEventsCount: 5, DroppedLinksCount: 6, Scope: scope, Resource: trainer},
+			{TraceID: id2, SpanID: traceentry.SpanID{7: 2}, Name: "eval", StartUnixNano: 1_700_000_002_000_000_000, EndUnixNano: 1_700_000_002_000_000_000, Scope: scope, Resource: trainer},
+		}},
+		{Labels: labels.FromStrings("service_name", "loader", "run_id", "r1"), Spans: []traceentry.Span{
+			{TraceID: id1, SpanID: traceentry.SpanID{7: 3}, ParentSpanID: traceentry.SpanID{7: 1}, Name: "load", Kind: traceentry.SpanKindClient,
+				StartUnixNano: 1_700_000_000_100_000_000, EndUnixNano: 1_700_000_000_200_000_000, Scope: &traceentry.InstrumentationScope{}, Resource: loader},
+		}},
+	}
+}
+
 // canonical re-encodes a decoded record; two records are equal when their
 // canonical encodings are (NaN values compare bit for bit).
 func canonical(t testing.TB, rec Record) []byte {
@@ -57,6 +91,12 @@ func canonical(t testing.TB, rec Record) []byte {
 		return e.AppendMetrics(nil, rec.Series)
 	case KindLogs:
 		return e.AppendLogs(nil, rec.Streams)
+	case KindTraces:
+		b, err := e.AppendTraces(nil, rec.Resources)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
 	t.Fatalf("kind %v", rec.Kind)
 	return nil
@@ -71,6 +111,7 @@ func TestRoundTrip(t *testing.T) {
 		{"metrics", e.AppendMetrics([]byte("prefix"), testSeries())[len("prefix"):]},
 		{"logs", e.AppendLogs(nil, testStreams())},
 		{"empty metrics", e.AppendMetrics(nil, nil)},
+		{"traces", mustTraces(t, e, testResources())},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bytes.Clone(tc.b)
@@ -175,8 +216,43 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+func mustTraces(t testing.TB, e *Encoder, rs []tracestore.ResourceSpans) []byte {
+	t.Helper()
+	b, err := e.AppendTraces(nil, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestTracesRoundTrip: every span field comes back as it went.
+func TestTracesRoundTrip(t *testing.T) {
+	want := testResources()
+	rec, err := Decode(mustTraces(t, NewEncoder(), want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != KindTraces || len(rec.Resources) != len(want) {
+		t.Fatalf("decoded %v with %d resources", rec.Kind, len(rec.Resources))
+	}
+	for i := range want {
+		if !labels.Equal(rec.Resources[i].Labels, want[i].Labels) {
+			t.Errorf("resource %d labels %v, want %v", i, rec.Resources[i].Labels, want[i].Labels)
+		}
+		if !reflect.DeepEqual(rec.Resources[i].Spans, want[i].Spans) {
+			t.Errorf("resource %d spans:\n got %+v\nwant %+v", i, rec.Resources[i].Spans, want[i].Spans)
+		}
+	}
+	bad := testResources()
+	bad[0].Spans[1].SpanID = traceentry.SpanID{}
+	if _, err := Decode(mustTraces(t, NewEncoder(), bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a span with a zero ID decoded: %v", err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	e := NewEncoder()
+	f.Add(mustTraces(f, e, testResources()))
 	f.Add(e.AppendMetrics(nil, testSeries()))
 	f.Add(e.AppendLogs(nil, testStreams()))
 	f.Add(e.AppendMetrics(nil, nil))

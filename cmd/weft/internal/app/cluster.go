@@ -25,6 +25,8 @@ import (
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/traceentry"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // readinessInterval is how often a role's readiness is copied to the API's
@@ -125,6 +127,7 @@ func (r *role) distributor(ctx context.Context, c ClusterOptions) error {
 		noStore(aopts)
 		aopts.Appendable = sink
 		aopts.Logs = distributorLogs{sink}
+		aopts.Traces = distributorTraces{sink}
 		return nil
 	}
 	return nil
@@ -163,14 +166,14 @@ func (r *role) ingester(ctx context.Context, c ClusterOptions, dataDir string, l
 		var err error
 		in, err = ingester.New(ingester.Options{Partitions: ic.Partitions, TotalPartitions: n, StateDir: dataDir, MaxLag: ic.MaxLag,
 			Logger: logger.With("component", "ingester", "group", group), Registerer: reg},
-			rd, &record.Applier{Metrics: sub.Metrics(), Logs: sub.Logs()})
+			rd, &record.Applier{Metrics: sub.Metrics(), Logs: sub.Logs(), Traces: sub.Traces()})
 		if err != nil {
 			return err
 		}
 		if aopts.Handlers == nil {
 			aopts.Handlers = map[string]http.Handler{}
 		}
-		for p, h := range readapi.Handlers(sub.Logs(), in.Status, logger.With("component", "internal read api")) {
+		for p, h := range readapi.Handlers(sub.Logs(), sub.Traces(), in.Status, logger.With("component", "internal read api")) {
 			aopts.Handlers[p] = h
 		}
 		r.closers = append(r.closers, func() {
@@ -221,6 +224,7 @@ func (r *role) querier(c ClusterOptions, dataDir string, logger *slog.Logger) er
 		noStore(aopts)
 		aopts.Storage = q
 		aopts.Logs = q.Logs()
+		aopts.Traces = q.Traces()
 		r.closers = append(r.closers, q.Stop)
 		return nil
 	}
@@ -394,4 +398,21 @@ func (distributorLogs) EachStreamTotal(context.Context, int64, int64, []*labels.
 }
 func (distributorLogs) EachEntry(context.Context, logentry.SelectParams, func(labels.Labels, bool, logentry.Entry), *uint64) error {
 	return errNoStore
+}
+
+// distributorTraces is the distributor's trace store: OTLP traces produce
+// to the ingest log; the Tempo API's reads fail with errNoStore.
+type distributorTraces struct{ sink *kafkalog.Sink }
+
+func (d distributorTraces) Push(ctx context.Context, batch []tracestore.ResourceSpans) (tracestore.PushResult, error) {
+	return d.sink.PushTraces(ctx, batch)
+}
+func (distributorTraces) Fetch(context.Context, traceentry.FetchRequest) (traceentry.Iterator, error) {
+	return nil, errNoStore
+}
+func (distributorTraces) FindTraceByID(context.Context, traceentry.TraceID, int64, int64) (*traceentry.Trace, error) {
+	return nil, errNoStore
+}
+func (distributorTraces) TagNames(context.Context, int64, int64) (span, resource []string, err error) {
+	return nil, nil, errNoStore
 }

@@ -183,7 +183,7 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 		ing = append(ing, r.url())
 	}
 	c.builder = &role{name: "block-builder", dir: filepath.Join(tmp, "builder"), addr: freeAddr(t),
-		args: slices.Concat([]string{"-target", "block-builder", "-block-builder.window", "5s", "-block-builder.grace", "1s"}, kafka, bucket, noOTLP)}
+		args: slices.Concat([]string{"-target", "block-builder", "-block-builder.window", "5s", "-block-builder.grace", "1s", "-block-builder.compaction-range", "20s"}, kafka, bucket, noOTLP)}
 	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: freeAddr(t),
 		args: slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-kafka.partitions", itoa(clusterPartitions),
 			"-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, bucket, noOTLP)}
@@ -641,6 +641,25 @@ remote_write:
 		}
 		t.Logf("block reads by the querier: %v; blocks uploaded: %v, %v bytes", reads,
 			scrape(t, c.builder.url(), "weft_block_builder_blocks_uploaded_total"), scrape(t, c.builder.url(), "weft_block_builder_uploaded_bytes_total"))
+	})
+	// The builder merges each closed 20 s span's 5 s blocks: once the span
+	// of the old data's records is merged, the querier answers the same
+	// from the merged block.
+	t.Run("after compaction", func(t *testing.T) {
+		deadline := time.Now().Add(2 * clusterTimeout)
+		settled := time.Now().Add(30 * time.Second) // the old data's span: closed, merged
+		for time.Now().Before(settled) || scrape(t, c.builder.url(), "weft_block_compactor_blocks_written_total") < 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no block merged within %s", 2*clusterTimeout)
+			}
+			time.Sleep(time.Second)
+		}
+		time.Sleep(3 * time.Second) // the querier's sync
+		if d := compareOld(); d != "" {
+			t.Fatalf("after compaction: %s", d)
+		}
+		t.Logf("blocks merged: %v from %v sources", scrape(t, c.builder.url(), "weft_block_compactor_blocks_written_total"),
+			scrape(t, c.builder.url(), "weft_block_compactor_sources_merged_total"))
 	})
 }
 

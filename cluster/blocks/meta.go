@@ -95,10 +95,15 @@ func BlockID(p int32, start int64) string {
 	return fmt.Sprintf("p%05d-o%020d", p, start)
 }
 
-// partitionOfID returns the partition a block ID (BlockID) names.
+// partitionOfID returns the partition a block ID (BlockID or
+// CompactedID) names.
 func partitionOfID(id string) (int32, bool) {
 	var p int32
 	var first int64
+	var level int
+	if _, err := fmt.Sscanf(id, "p%05d-o%020d-c%d", &p, &first, &level); err == nil && CompactedID(p, first, level) == id {
+		return p, true
+	}
 	if _, err := fmt.Sscanf(id, "p%05d-o%020d", &p, &first); err != nil || BlockID(p, first) != id {
 		return 0, false
 	}

@@ -48,6 +48,8 @@ type clusterConfig struct {
 		Window    *duration `yaml:"window"`
 		Grace     *duration `yaml:"grace"`
 		Retention *duration `yaml:"retention"`
+		// CompactionRange: 0 turns compaction off.
+		CompactionRange *duration `yaml:"compaction_range"`
 	} `yaml:"block_builder"`
 }
 
@@ -85,6 +87,7 @@ func (c *clusterConfig) bind(b binder, co *app.ClusterOptions) {
 	bindDur(b, &co.BlockBuilder.Window, &c.BlockBuilder.Window)
 	bindDur(b, &co.BlockBuilder.Grace, &c.BlockBuilder.Grace)
 	bindDur(b, &co.BlockBuilder.Retention, &c.BlockBuilder.Retention)
+	bindDur(b, &co.BlockBuilder.CompactionRange, &c.BlockBuilder.CompactionRange)
 	if b.export && *bk.S3.SecretKey != "" {
 		bk.S3.SecretKey = ptr(secretPlaceholder)
 	}
@@ -122,7 +125,7 @@ type clusterFlags struct {
 	denyPartial                                               *bool
 	backend, blocksDir, s3Endpoint, s3Bucket, s3Region        *string
 	s3Insecure                                                *bool
-	syncInterval, window, grace, blocksRetention              *time.Duration
+	syncInterval, window, grace, blocksRetention, compaction  *time.Duration
 }
 
 func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags {
@@ -150,6 +153,8 @@ func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags 
 		grace:        fs.Duration("block-builder.grace", d.BlockBuilder.Grace, "block builder: how long an idle partition's window stays open past its end; 0: a tenth of the window"),
 		blocksRetention: fs.Duration("block-builder.retention", d.BlockBuilder.Retention,
 			"block builder: delete its partitions' blocks whose newest data is older than this; 0 keeps them"),
+		compaction: fs.Duration("block-builder.compaction-range", d.BlockBuilder.CompactionRange,
+			"block builder: merge its partitions' blocks of each closed span of this width (a multiple of the window) into one; 0 turns compaction off"),
 	}
 }
 
@@ -210,7 +215,7 @@ func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
 	}
 	for name, v := range map[string]struct{ dst, src *time.Duration }{"blocks.sync-interval": {&co.Blocks.SyncInterval, f.syncInterval},
 		"block-builder.window": {&co.BlockBuilder.Window, f.window}, "block-builder.grace": {&co.BlockBuilder.Grace, f.grace},
-		"block-builder.retention": {&co.BlockBuilder.Retention, f.blocksRetention}} {
+		"block-builder.retention": {&co.BlockBuilder.Retention, f.blocksRetention}, "block-builder.compaction-range": {&co.BlockBuilder.CompactionRange, f.compaction}} {
 		if set[name] {
 			*v.dst = *v.src
 		}
@@ -220,6 +225,16 @@ func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
 	}
 	if co.BlockBuilder.Retention < 0 {
 		return fmt.Errorf("invalid block builder retention %s: must not be negative", co.BlockBuilder.Retention)
+	}
+	return checkCompactionRange(co.BlockBuilder)
+}
+
+// checkCompactionRange refuses a compaction range that would never merge
+// anything: not a multiple of the window, blocks cross its spans.
+func checkCompactionRange(o app.BlockBuilderOptions) error {
+	r, w := o.CompactionRange, o.Window
+	if r < 0 || r > 0 && w > 0 && (r%w != 0 || r == w) {
+		return fmt.Errorf("invalid block builder compaction range %s: want 0 (off) or a multiple of the window %s larger than it", r, w)
 	}
 	return nil
 }

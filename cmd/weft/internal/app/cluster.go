@@ -270,6 +270,7 @@ func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options
 	}
 	r.closers = append(r.closers, rd.Close)
 	var b *blocks.Builder
+	var comp *blocks.Compactor
 	r.configure = func(_ *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
 		sopts := opts.Storage
 		sopts.Logs = opts.LogStore
@@ -280,11 +281,32 @@ func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options
 		if err != nil {
 			return err
 		}
+		if rng := c.BlockBuilder.CompactionRange; rng > 0 {
+			// A span's last window is closed by its end plus the
+			// builder's grace (an idle partition) and uploaded soon
+			// after: a window more is ample.
+			grace := max(c.BlockBuilder.Grace, c.BlockBuilder.Window/10, time.Second) + c.BlockBuilder.Window
+			comp, err = blocks.NewCompactor(blocks.CompactorOptions{Partitions: parts, Ranges: []time.Duration{rng}, Grace: grace,
+				ScratchDir: filepath.Join(opts.DataDir, "block-compactor"), Storage: sopts,
+				Logger: logger.With("component", "block compactor"), Registerer: reg}, bucket)
+			if err != nil {
+				return err
+			}
+			r.closers = append(r.closers, comp.Stop)
+		}
 		noStore(aopts)
 		r.closers = append(r.closers, b.Stop)
 		return nil
 	}
-	r.start = func(ctx context.Context) error { return b.Start(ctx) }
+	r.start = func(ctx context.Context) error {
+		if err := b.Start(ctx); err != nil {
+			return err
+		}
+		if comp != nil {
+			return comp.Start(ctx)
+		}
+		return nil
+	}
 	r.ready = func() bool { return b.Ready() }
 	return nil
 }

@@ -87,6 +87,10 @@ type BlockBuilderOptions struct {
 	// Retention deletes the builder's partitions' blocks whose newest
 	// data is older than this (0: keep them).
 	Retention time.Duration
+	// CompactionRange merges the builder's blocks of each aligned span of
+	// this width into one once the span is closed (0: no compaction). A
+	// multiple of Window; default blocks.DefaultCompactionRanges' one.
+	CompactionRange time.Duration
 }
 
 // newBucket opens the configured bucket; nil without one.
@@ -136,7 +140,7 @@ func DefaultClusterOptions() ClusterOptions {
 		Ingester:     IngesterOptions{MaxLag: ingester.DefaultMaxLag},
 		Querier:      QuerierOptions{},
 		Blocks:       BlocksOptions{SyncInterval: blocks.DefaultSyncInterval},
-		BlockBuilder: BlockBuilderOptions{Window: blocks.DefaultWindow},
+		BlockBuilder: BlockBuilderOptions{Window: blocks.DefaultWindow, CompactionRange: blocks.DefaultCompactionRanges[0]},
 	}
 }
 

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"go.uber.org/goleak"
 
@@ -66,6 +69,9 @@ func apiHandler(t *testing.T, st api.Storage, logs api.LogStore, traces api.Trac
 	o.Engine = query.NewEngine(query.DefaultEngineOptions())
 	o.Logs = logs
 	o.Traces = traces
+	if md, ok := st.(api.MetadataReader); ok {
+		o.Metadata = md
+	}
 	o.Handlers = extra
 	s, err := api.New(o)
 	if err != nil {
@@ -91,7 +97,11 @@ func fill(t *testing.T, base time.Time, single *node, byPart map[int32][]*node) 
 		write(ls, func(sub *storage.Substrate) {
 			app := sub.Metrics().AppenderV2(ctx)
 			for j := range 90 {
-				if _, err := app.Append(0, ls, 0, base.Add(time.Duration(j)*time.Second).UnixMilli(), float64(j%17*100+i), nil, nil, promstorage.AOptions{}); err != nil {
+				opts := promstorage.AOptions{MetricFamilyName: "gpu_util", Metadata: metadata.Metadata{Type: model.MetricTypeGauge, Unit: "percent", Help: "GPU utilization."}}
+				if j%30 == 7 {
+					opts.Exemplars = []exemplar.Exemplar{{Labels: labels.FromStrings("trace_id", fmt.Sprintf("%032x", i*100+j)), Value: float64(j), Ts: base.Add(time.Duration(j) * time.Second).UnixMilli(), HasTs: true}}
+				}
+				if _, err := app.Append(0, ls, 0, base.Add(time.Duration(j)*time.Second).UnixMilli(), float64(j%17*100+i), nil, nil, opts); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -225,6 +235,9 @@ func checks(base time.Time) []check {
 		{"/api/v1/series", url.Values{"match[]": {`gpu_util{host="n1"}`}, "start": {s}, "end": {e}}},
 		{"/api/v1/labels", url.Values{"start": {s}, "end": {e}}},
 		{"/api/v1/label/gpu/values", url.Values{"start": {s}, "end": {e}}},
+		{"/api/v1/query_exemplars", url.Values{"query": {`gpu_util{host=~"n0|n2"}`}, "start": {s}, "end": {e}}},
+		{"/api/v1/metadata", url.Values{}},
+		{"/api/v1/metadata", url.Values{"metric": {"gpu_util"}}},
 		{"/loki/api/v1/query_range", url.Values{"query": {`{job="train"} |= "error"`}, "start": {ls}, "end": {le}, "limit": {"1000"}, "direction": {"forward"}}},
 		{"/loki/api/v1/query_range", url.Values{"query": {`{job="train"}`}, "start": {ls}, "end": {le}, "limit": {"25"}}},
 		{"/loki/api/v1/query_range", url.Values{"query": {`sum by (rank) (count_over_time({job="train"} |= "error" [30s]))`}, "start": {ls}, "end": {le}, "step": {"10s"}}},
@@ -305,7 +318,7 @@ func TestFanOutMatchesSingleNode(t *testing.T) {
 	if code, hdr, _ := get(t, qURL, lc.path, lc.params); code != 200 || hdr.Get(HeaderPartial) != "true" {
 		t.Fatalf("logs with partition 1 down: %d partial=%q", code, hdr.Get(HeaderPartial))
 	}
-	tc := checks(base)[13]
+	tc := checks(base)[16]
 	if code, hdr, _ := get(t, qURL, tc.path, tc.params); tc.path != "/api/search" || code != 200 || hdr.Get(HeaderPartial) != "true" {
 		t.Fatalf("%s with partition 1 down: %d partial=%q", tc.path, code, hdr.Get(HeaderPartial))
 	}

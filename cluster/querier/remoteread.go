@@ -3,7 +3,6 @@ package querier
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,32 +91,11 @@ func (q *Querier) labelQuery(ctx context.Context, base, name string, mint, maxt 
 		form.Add("match[]", selector(ms))
 	}
 	// GET: the label values endpoint takes no POST.
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path+"?"+form.Encode(), nil)
-	if err != nil {
+	var vals []string
+	if err := q.promGet(ctx, base, path, form, &vals); err != nil {
 		return nil, err
 	}
-	readapi.SetHeaders(ctx, hreq.Header)
-	resp, err := q.hc.Do(hreq)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", path, base, err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Status string   `json:"status"`
-		Data   []string `json:"data"`
-		Error  string   `json:"error"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxReadResponseBytes)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("%s %s: %s: %w", path, base, resp.Status, err)
-	}
-	if resp.StatusCode != http.StatusOK || out.Status != "success" {
-		err := fmt.Errorf("%s %s: %s: %s", path, base, resp.Status, out.Error)
-		if resp.StatusCode == http.StatusBadRequest {
-			err = fmt.Errorf("%w: %w", readapi.ErrBadRequest, err)
-		}
-		return nil, err
-	}
-	return out.Data, nil
+	return vals, nil
 }
 
 // formatMs formats unix ms as the Prometheus API's float seconds.

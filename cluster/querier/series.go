@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -19,18 +18,6 @@ func (q *Querier) Querier(mint, maxt int64) (promstorage.Querier, error) {
 // querier itself) over the same fan-out.
 func (q *Querier) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, error) {
 	return &chunkQuerier{seriesQuerier{q: q, mint: mint, maxt: maxt}}, nil
-}
-
-// ExemplarQuerier implements storage.ExemplarQueryable: exemplars are not
-// read across the cluster yet; the answer is empty.
-func (q *Querier) ExemplarQuerier(context.Context) (promstorage.ExemplarQuerier, error) {
-	return noExemplars{}, nil
-}
-
-type noExemplars struct{}
-
-func (noExemplars) Select(int64, int64, ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
-	return nil, nil
 }
 
 // seriesQuerier is one query's view of the cluster over [mint, maxt].

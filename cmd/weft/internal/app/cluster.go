@@ -223,6 +223,7 @@ func (r *role) querier(c ClusterOptions, dataDir string, logger *slog.Logger) er
 		}
 		noStore(aopts)
 		aopts.Storage = q
+		aopts.Metadata = q
 		aopts.Logs = q.Logs()
 		aopts.Traces = q.Traces()
 		r.closers = append(r.closers, q.Stop)

@@ -104,6 +104,8 @@ type scaleCluster struct {
 	querier   *role
 	s3        *process
 	s3Addr    string
+	// rulesFile holds clusterRules; querierCfg is the querier's -config.
+	rulesFile, querierCfg string
 }
 
 // S3 credentials of the test's versitygw.
@@ -184,9 +186,18 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 	}
 	c.builder = &role{name: "block-builder", dir: filepath.Join(tmp, "builder"), addr: freeAddr(t),
 		args: slices.Concat([]string{"-target", "block-builder", "-block-builder.window", "5s", "-block-builder.grace", "1s", "-block-builder.compaction-range", "20s"}, kafka, bucket, noOTLP)}
+	// The querier evaluates rules over the cluster; what they record goes
+	// through the ingest log to the ingesters.
+	c.rulesFile, c.querierCfg = filepath.Join(tmp, "cluster-rules.yml"), filepath.Join(tmp, "querier.yml")
+	if err := os.WriteFile(c.rulesFile, []byte(clusterRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.querierCfg, []byte("rule_files: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: freeAddr(t),
-		args: slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-kafka.partitions", itoa(clusterPartitions),
-			"-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, bucket, noOTLP)}
+		args: slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-config", c.querierCfg,
+			"-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, kafka, bucket, noOTLP)}
 	for _, r := range append([]*role{c.single, c.dist, c.builder, c.querier}, c.ingesters...) {
 		r.start(t, true)
 	}
@@ -453,6 +464,17 @@ func waitLines(t *testing.T, c *scaleCluster, want int64, exact bool) {
 
 // vectorCount reads the single value of a one-sample vector answer (0 when
 // empty).
+// resultCount is the number of series of a vector or matrix answer.
+func resultCount(raw json.RawMessage) int {
+	var d struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return -1
+	}
+	return len(d.Result)
+}
+
 func vectorCount(raw json.RawMessage) int64 {
 	var d struct {
 		Result []struct {
@@ -466,6 +488,20 @@ func vectorCount(raw json.RawMessage) int64 {
 	fmt.Sscan(fmt.Sprint(d.Result[0].Value[1]), &n)
 	return n
 }
+
+// clusterRules are the querier's rules: a recording rule over every
+// partition's series and an alert that fires at once.
+const clusterRules = `groups:
+  - name: cluster
+    interval: 1s
+    rules:
+      - record: job:up:sum
+        expr: sum by (job) (up)
+      - alert: ClusterRulesRun
+        expr: count(up) > 0
+        labels: {severity: info}
+        annotations: {summary: "{{ $value }} targets up"}
+`
 
 // scaleTraces is how many traces (of 1+3 spans) telemetrygen sends
 // TestScaleOut.
@@ -560,6 +596,43 @@ remote_write:
 		return
 	}
 
+	t.Run("rules on the querier", func(t *testing.T) {
+		// Rules loaded by a reload (after the comparisons: what they
+		// record is the cluster's alone). Recorded series and ALERTS come
+		// back through the log and the ingesters; the rules and alerts
+		// APIs show the group healthy.
+		if err := os.WriteFile(c.querierCfg, []byte("rule_files: ["+strconv.Quote(c.rulesFile)+"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := httpClient.Post(c.querier.url()+"/-/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("reload: %s", resp.Status)
+		}
+		deadline := time.Now().Add(clusterTimeout)
+		for {
+			rec, err1 := get(c.querier.url(), "/api/v1/query", url.Values{"query": {`job:up:sum{job="prometheus"}`}})
+			alerts, err2 := get(c.querier.url(), "/api/v1/query", url.Values{"query": {`ALERTS{alertname="ClusterRulesRun",alertstate="firing"}`}})
+			if err1 == nil && err2 == nil && vectorCount(rec.Data) == 1 && resultCount(alerts.Data) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("recorded series %s / %v and ALERTS %s / %v within %s", rec.Data, err1, alerts.Data, err2, clusterTimeout)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		rules, err := get(c.querier.url(), "/api/v1/rules", nil)
+		if err != nil || !strings.Contains(string(rules.Data), `"health":"ok"`) || strings.Contains(string(rules.Data), `"health":"err"`) {
+			t.Fatalf("rules API: %s, %v", rules.Data, err)
+		}
+		firing, err := get(c.querier.url(), "/api/v1/alerts", nil)
+		if err != nil || !strings.Contains(string(firing.Data), `"state":"firing"`) {
+			t.Fatalf("alerts API: %s, %v", firing.Data, err)
+		}
+	})
 	// SIGKILL the only ingester of partition 1 while writes go on.
 	victim := c.ingesters[2]
 	victim.kill()

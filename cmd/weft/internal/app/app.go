@@ -251,7 +251,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// Rules run on the engines the API queries with (rules.go), over the
 	// store: the stateless scale-out targets have none (cluster.go).
 	var rules *rulesState
-	if role.store {
+	rstore, rlogs := ruleStore{app: db, q: db}, logql.Source(logs)
+	if role.rules != nil {
+		rstore, rlogs = role.rules.st, role.rules.logs
+	}
+	if role.store || role.rules != nil {
 		ro := opts.Rules
 		if iv != nil && ro.Ruler.Investigator == nil {
 			// Firing alerts are kept as incidents; opted-in ones carry their
@@ -260,7 +264,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		// Each tenant's rules run as that tenant (ruler/tenants.go).
 		ro.Ruler.MultiTenant = opts.Tenancy.Enabled
-		if rules, err = newRules(ro, db, aopts.Engine, logql.NewEngine(logs, opts.LogQL), reg, logger); err != nil {
+		if rules, err = newRules(ro, rstore, aopts.Engine, logql.NewEngine(rlogs, opts.LogQL), reg, logger); err != nil {
 			return nil, err
 		}
 		defer func() {

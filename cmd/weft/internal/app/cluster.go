@@ -22,6 +22,7 @@ import (
 	"github.com/weftdb/weft/cluster/querier"
 	"github.com/weftdb/weft/cluster/readapi"
 	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
@@ -46,10 +47,14 @@ type role struct {
 	store bool
 
 	configure func(sub *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error
-	wrap      func(http.Handler) http.Handler
-	start     func(ctx context.Context) error
-	ready     func() bool
-	closers   []func()
+	// rules, set by configure on a querier with rule files, is what its
+	// rules read and write: the fan-out, and the ingest log for the
+	// recorded series and alert state.
+	rules   *clusterRules
+	wrap    func(http.Handler) http.Handler
+	start   func(ctx context.Context) error
+	ready   func() bool
+	closers []func()
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -80,7 +85,7 @@ func newRole(ctx context.Context, opts *Options, logger *slog.Logger) (*role, er
 		opts.Storage.WALSyncInterval = -1
 		err = r.ingester(ctx, c, opts.DataDir, logger)
 	case TargetQuerier:
-		err = r.querier(c, opts.DataDir, logger)
+		err = r.querier(ctx, c, opts, logger)
 	case TargetBlockBuilder:
 		err = r.blockBuilder(ctx, c, opts, logger)
 	default:
@@ -191,14 +196,32 @@ func (r *role) ingester(ctx context.Context, c ClusterOptions, dataDir string, l
 	return nil
 }
 
-func (r *role) querier(c ClusterOptions, dataDir string, logger *slog.Logger) error {
+func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, logger *slog.Logger) error {
 	r.store = false
+	dataDir := opts.DataDir
 	if err := c.Querier.check(); err != nil {
 		return err
 	}
 	bucket, err := newBucket(c.Blocks)
 	if err != nil {
 		return err
+	}
+	// Rules on a querier read the cluster through it and write what they
+	// record (and ALERTS, ALERTS_FOR_STATE) to the ingest log, as a
+	// distributor would: the ingesters store it like any other series. A
+	// querier that knows the brokers runs a ruler (rule files may come
+	// with a reload); one that does not refuses rule files.
+	var sink *kafkalog.Sink
+	if hasRules(opts.Rules) && len(c.Kafka.Brokers) == 0 {
+		return errors.New("rule files on a querier need -kafka.brokers: what rules record goes through the ingest log")
+	}
+	if len(c.Kafka.Brokers) > 0 {
+		n, p, err := partitionCount(ctx, c)
+		if err != nil {
+			return err
+		}
+		r.closers = append(r.closers, p.Close)
+		sink = kafkalog.NewSink(p, n, c.Kafka.MaxRecordBytes)
 	}
 	var q *querier.Querier
 	var br *blocks.Reader
@@ -226,6 +249,9 @@ func (r *role) querier(c ClusterOptions, dataDir string, logger *slog.Logger) er
 		aopts.Metadata = q
 		aopts.Logs = q.Logs()
 		aopts.Traces = q.Traces()
+		if sink != nil {
+			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs()}
+		}
 		r.closers = append(r.closers, q.Stop)
 		return nil
 	}
@@ -312,11 +338,21 @@ func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options
 	return nil
 }
 
-// noRules refuses rule files on a target without a store: rules are not
-// evaluated across a cluster yet (docs/scale-out.md).
+// clusterRules is what a querier's rules read and write.
+type clusterRules struct {
+	st   ruleStore
+	logs logql.Source
+}
+
+func hasRules(o RulesOptions) bool {
+	return len(o.Config.RuleFiles)+len(o.Config.LogQLRuleFiles) > 0
+}
+
+// noRules refuses rule files on a target that neither stores nor queries:
+// the distributor and the block builder (docs/scale-out.md).
 func noRules(t Target, o RulesOptions) error {
-	if len(o.Config.RuleFiles)+len(o.Config.LogQLRuleFiles) > 0 {
-		return fmt.Errorf("target %s: rule files need a store; rules are not evaluated across a cluster yet", t)
+	if hasRules(o) {
+		return fmt.Errorf("target %s: rule files need a store or a querier; run them on a querier (or a single node)", t)
 	}
 	return nil
 }

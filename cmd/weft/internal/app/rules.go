@@ -9,10 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/promql"
+	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/ruler"
-	"github.com/weftdb/weft/storage"
 )
 
 // RulesOptions configure rule evaluation and alerting (package ruler).
@@ -72,9 +72,16 @@ func limitsReloader(lim *api.Limiter, load func() (api.LimitsConfig, error)) fun
 
 // newRules builds the ruler over the App's stores and engines and applies
 // the initial configuration: an invalid rule file fails start-up.
-func newRules(opts RulesOptions, db *storage.DB, engine promql.QueryEngine, logs ruler.LogQuerier, reg prometheus.Registerer, logger *slog.Logger) (*rulesState, error) {
+// ruleStore is what rules read and write: a node's store, or a querier's
+// fan-out and the ingest log (cluster.go).
+type ruleStore struct {
+	app promstorage.AppendableV2
+	q   promstorage.Queryable
+}
+
+func newRules(opts RulesOptions, st ruleStore, engine promql.QueryEngine, logs ruler.LogQuerier, reg prometheus.Registerer, logger *slog.Logger) (*rulesState, error) {
 	ro := opts.Ruler
-	ro.Appendable, ro.Queryable, ro.Engine, ro.Logs = db, db, engine, logs
+	ro.Appendable, ro.Queryable, ro.Engine, ro.Logs = st.app, st.q, engine, logs
 	ro.Registerer = reg
 	ro.Logger = logger.With("component", "ruler")
 	r, err := ruler.New(ro)

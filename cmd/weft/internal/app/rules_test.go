@@ -106,3 +106,35 @@ func TestRulesInvalidAtStart(t *testing.T) {
 		t.Errorf("error %v does not name the file and line", err)
 	}
 }
+
+// TestRulesOnClusterTargets: rule files run on a querier only when it
+// can write what they record to the ingest log, and never on a
+// distributor or block builder, which neither store nor query.
+func TestRulesOnClusterTargets(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(rules, []byte("groups:\n  - name: g\n    rules:\n      - record: r\n        expr: vector(1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for target, want := range map[Target]string{
+		TargetQuerier:     "need -kafka.brokers",
+		TargetDistributor: "rule files need a store or a querier",
+	} {
+		opts := testOptions(t, filepath.Join(dir, string(target)))
+		opts.Cluster.Target = target
+		opts.Cluster.Partitions = 2
+		opts.Cluster.Querier.Ingesters = []string{"http://127.0.0.1:1"}
+		if target == TargetDistributor {
+			opts.Cluster.Kafka.Brokers = []string{"127.0.0.1:1"}
+		}
+		opts.Rules.Config = ruler.Config{RuleFiles: []string{rules}}
+		a, err := New(context.Background(), opts)
+		if err == nil {
+			_ = a.Stop(context.Background())
+			t.Fatalf("%s started with rule files", target)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to say %q", target, err, want)
+		}
+	}
+}

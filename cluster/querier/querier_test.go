@@ -24,6 +24,7 @@ import (
 	"github.com/weftdb/weft/api"
 	"github.com/weftdb/weft/cluster/readapi"
 	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/investigate"
 	"github.com/weftdb/weft/query"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
@@ -300,6 +301,54 @@ func TestFanOutMatchesSingleNode(t *testing.T) {
 		}
 	}
 	t.Run("all ingesters", compare)
+	t.Run("investigations", func(t *testing.T) {
+		// weft's own investigation API over the querier's index and
+		// fan-out answers as over the single node's store.
+		eng := query.NewEngine(query.DefaultEngineOptions())
+		want, err := investigate.New(investigate.Options{Index: single.sub.Index(), Metrics: single.sub.Metrics(), Engine: eng, Logs: single.sub.Logs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := investigate.New(investigate.Options{Index: q.Index(), Metrics: q, Engine: eng, Logs: q.Logs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, sel := range []string{`{host="n1"}`, `gpu_util{gpu=~"3|5"}`, `{job="train", rank!="2"}`} {
+			w, err1 := want.Context(ctx, sel, base, base.Add(90*time.Second))
+			g, err2 := got.Context(ctx, sel, base, base.Add(90*time.Second))
+			if err1 != nil || err2 != nil {
+				t.Fatalf("context %s: single %v, querier %v", sel, err1, err2)
+			}
+			if w.Metrics.Series+w.Logs.Streams == 0 {
+				t.Fatalf("context %s: the single node knows nothing of it", sel)
+			}
+			wj, _ := json.Marshal(w)
+			gj, _ := json.Marshal(g)
+			if string(wj) != string(gj) {
+				t.Errorf("context %s:\nsingle  %s\nquerier %s", sel, wj, gj)
+			}
+		}
+		pw, err1 := want.Pivot(ctx, investigate.PivotRequest{Series: `gpu_util{host="n2", gpu="1"}`, Start: base, End: base.Add(90 * time.Second)})
+		pg, err2 := got.Pivot(ctx, investigate.PivotRequest{Series: `gpu_util{host="n2", gpu="1"}`, Start: base, End: base.Add(90 * time.Second)})
+		wj, _ := json.Marshal(pw)
+		gj, _ := json.Marshal(pg)
+		if err1 != nil || err2 != nil || string(wj) != string(gj) {
+			t.Errorf("pivot: single %s %v\nquerier %s %v", wj, err1, gj, err2)
+		}
+		sym := investigate.Symptom{Query: `max(gpu_util{host="n0"})`, Time: base.Add(80 * time.Second)}
+		rw, err1 := want.Investigate(ctx, sym)
+		rg, err2 := got.Investigate(ctx, sym)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("investigate: single %v, querier %v", err1, err2)
+		}
+		rw.Seconds, rg.Seconds = 0, 0
+		wj, _ = json.Marshal(rw)
+		gj, _ = json.Marshal(rg)
+		if string(wj) != string(gj) || rw.Scope.Series == 0 {
+			t.Errorf("investigate:\nsingle  %s\nquerier %s", wj, gj)
+		}
+	})
 
 	p0a.srv.Close() // the first replica of partition 0 fails: its twin answers
 	t.Run("one replica down", compare)

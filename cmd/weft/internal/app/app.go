@@ -244,6 +244,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		if err := role.configure(sub, &aopts, reg); err != nil {
 			return nil, fmt.Errorf("target %s: %w", role.target, err)
 		}
+		if role.investigator != nil {
+			iv = role.investigator
+		}
 	}
 	if aopts.UI, err = newUI(opts.Web); err != nil {
 		return nil, err

@@ -22,6 +22,8 @@ import (
 	"github.com/weftdb/weft/cluster/querier"
 	"github.com/weftdb/weft/cluster/readapi"
 	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/ingest/workload"
+	"github.com/weftdb/weft/investigate"
 	"github.com/weftdb/weft/query/logql"
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
@@ -47,14 +49,17 @@ type role struct {
 	store bool
 
 	configure func(sub *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error
-	// rules, set by configure on a querier with rule files, is what its
-	// rules read and write: the fan-out, and the ingest log for the
-	// recorded series and alert state.
-	rules   *clusterRules
-	wrap    func(http.Handler) http.Handler
-	start   func(ctx context.Context) error
-	ready   func() bool
-	closers []func()
+	// rules, set by configure on a querier that knows the brokers, is
+	// what its rules read and write: the fan-out, and the ingest log for
+	// the recorded series and alert state.
+	rules *clusterRules
+	// investigator, set by configure on a querier, investigates over the
+	// fan-out (the App's own needs a store).
+	investigator *investigate.Investigator
+	wrap         func(http.Handler) http.Handler
+	start        func(ctx context.Context) error
+	ready        func() bool
+	closers      []func()
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -252,6 +257,21 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		if sink != nil {
 			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs()}
 		}
+		// Investigations read the cluster through the querier and keep
+		// their incidents in the cluster's logs through the ingest log.
+		wl, err := workload.New(opts.Workload)
+		if err != nil {
+			return fmt.Errorf("investigate: workload context: %w", err)
+		}
+		io := investigate.Options{Index: q.Index(), Metrics: q, Engine: aopts.Engine, Logs: q.Logs(), Workload: wl,
+			Logger: logger.With("component", "investigate")}
+		if sink != nil {
+			io.Incidents = sink
+		}
+		if r.investigator, err = investigate.New(io); err != nil {
+			return err
+		}
+		aopts.Investigate = r.investigator
 		r.closers = append(r.closers, q.Stop)
 		return nil
 	}

@@ -39,6 +39,10 @@ const (
 // connection, and its goroutines, end when the client goes away or the
 // broadcaster is closed.
 func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
+	if a.opts.NoTail {
+		lokiError(w, http.StatusNotImplemented, "tail is not served by this weft: it stores no lines itself (a querier); tail the ingesters of the partitions")
+		return
+	}
 	q := r.FormValue("query")
 	expr, err := logql.ParseExpr(q)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -290,4 +292,33 @@ func TestLokiTailEndsOnBroadcasterClose(t *testing.T) {
 	}
 	// Pushes go on.
 	e.pushJSON(t, fmt.Sprintf(`{"streams":[{"stream":{"app":"tail"},"values":[["%s","after"]]}]}`, ns(lokiNow)))
+}
+
+// TestLokiTailOfAppliedLines: lines stored by another path than the push
+// API (a scale-out ingester applying the ingest log) reach tail through
+// the broadcaster the handler was given; with NoTail (a querier) tail
+// answers 501 with the reason.
+func TestLokiTailOfAppliedLines(t *testing.T) {
+	b := NewLogBroadcaster()
+	e := newLokiEnvWith(t, func(o *LokiOptions) { o.Broadcaster = b })
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="applied"}`}})
+	ts := lokiNow.Add(-time.Second).UnixNano()
+	if err := b.Pusher(e.store).Push(ctx, []logstore.PushStream{{Labels: labels.FromStrings("app", "applied"), Entries: []logentry.Entry{{Timestamp: ts, Line: "from the log"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "applied/from the log" {
+		t.Fatalf("tail sent %q", got)
+	}
+
+	q := newLokiEnvWith(t, func(o *LokiOptions) { o.NoTail = true })
+	resp, err := q.srv.Client().Get(q.srv.URL + "/loki/api/v1/tail?" + url.Values{"query": {`{app="x"}`}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), "ingesters") {
+		t.Fatalf("tail with NoTail: %s %s", resp.Status, body)
+	}
 }

@@ -144,6 +144,11 @@ type Options struct {
 	Logs LogStore
 	// LogQL configures the LogQL engine of the Loki API.
 	LogQL logql.EngineOptions
+	// Tail is the broadcaster of the Loki tail connections, which every
+	// push API publishes to; nil: the server makes its own. A process that
+	// also stores lines another way (a scale-out ingester applying the
+	// ingest log) publishes those to it too.
+	Tail *LogBroadcaster
 	// Loki configures the Loki API (push limits, query defaults, tail).
 	Loki LokiOptions
 	// OTLPLogs configures the OTLP logs receiver.

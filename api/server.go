@@ -71,7 +71,11 @@ func New(opts Options) (*Server, error) {
 		opts.Gatherer = prometheus.NewRegistry()
 	}
 
-	s := &Server{mux: http.NewServeMux(), started: time.Now(), logger: opts.Logger, tail: NewLogBroadcaster()}
+	tail := opts.Tail
+	if tail == nil {
+		tail = NewLogBroadcaster()
+	}
+	s := &Server{mux: http.NewServeMux(), started: time.Now(), logger: opts.Logger, tail: tail}
 	instr := newInstrumentation(opts.Registerer)
 	s.instr = instr
 	table, err := s.routes(opts, instr)

@@ -655,6 +655,8 @@ remote_write:
 			t.Fatalf("alerts API: %s, %v", firing.Data, err)
 		}
 	})
+	t.Run("tail", func(t *testing.T) { checkClusterTail(t, c) })
+
 	// SIGKILL the only ingester of partition 1 while writes go on.
 	victim := c.ingesters[2]
 	victim.kill()

@@ -174,9 +174,13 @@ func (r *role) ingester(ctx context.Context, c ClusterOptions, dataDir string, l
 	var in *ingester.Ingester
 	r.configure = func(sub *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
 		var err error
+		// Lines applied from the log reach the Loki tail connections of
+		// this ingester, as pushed lines reach a single node's.
+		tail := api.NewLogBroadcaster()
+		aopts.Tail = tail
 		in, err = ingester.New(ingester.Options{Partitions: ic.Partitions, TotalPartitions: n, StateDir: dataDir, MaxLag: ic.MaxLag,
 			Logger: logger.With("component", "ingester", "group", group), Registerer: reg},
-			rd, &record.Applier{Metrics: sub.Metrics(), Logs: sub.Logs(), Traces: sub.Traces()})
+			rd, &record.Applier{Metrics: sub.Metrics(), Logs: tail.Pusher(sub.Logs()), Traces: sub.Traces()})
 		if err != nil {
 			return err
 		}
@@ -253,6 +257,7 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		aopts.Storage = q
 		aopts.Metadata = q
 		aopts.Logs = q.Logs()
+		aopts.Loki.NoTail = true
 		aopts.Traces = q.Traces()
 		if sink != nil {
 			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs()}

@@ -92,6 +92,32 @@ func freeAddr(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
+// held are the listeners of holdAddr, by address.
+var held sync.Map // string → net.Listener
+
+// holdAddr is freeAddr for a process started later: the port stays bound
+// until release(addr), just before the process binds it, so that no other
+// test's freeAddr is handed it meanwhile (a cluster's roles get their
+// ports long before they start, and each knows the others' addresses).
+func holdAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	held.Store(addr, ln)
+	tb.Cleanup(func() { release(addr) })
+	return addr
+}
+
+// release closes the listener holdAddr keeps for addr, if any.
+func release(addr string) {
+	if ln, ok := held.LoadAndDelete(addr); ok {
+		_ = ln.(net.Listener).Close()
+	}
+}
+
 // process is a child process whose output is kept for failure reports.
 type process struct {
 	name string

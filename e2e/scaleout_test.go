@@ -77,7 +77,9 @@ func (r *role) url() string { return "http://" + r.addr }
 func (r *role) start(tb testing.TB, ready bool) {
 	tb.Helper()
 	args := append([]string{"-data-dir", r.dir, "-http-addr", r.addr, "-log-level", "warn"}, r.args...)
-	r.p = startProcess(tb, r.name, buildWeft(tb), args...)
+	bin := buildWeft(tb)
+	release(r.addr)
+	r.p = startProcess(tb, r.name, bin, args...)
 	path := "/-/healthy"
 	if ready {
 		path = "/-/ready"
@@ -172,19 +174,19 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 	if err := os.WriteFile(singleCfg, []byte("traces:\n  span_metrics: false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.single = &role{name: "single", dir: filepath.Join(tmp, "single"), addr: freeAddr(t), args: append([]string{"-config", singleCfg}, noOTLP...)}
-	c.dist = &role{name: "distributor", dir: filepath.Join(tmp, "dist"), addr: freeAddr(t),
+	c.single = &role{name: "single", dir: filepath.Join(tmp, "single"), addr: holdAddr(t), args: append([]string{"-config", singleCfg}, noOTLP...)}
+	c.dist = &role{name: "distributor", dir: filepath.Join(tmp, "dist"), addr: holdAddr(t),
 		args: append([]string{"-target", "distributor", "-otlp-grpc-addr", "", "-otlp-http-addr", ""}, kafka...)}
 	for i, part := range []string{"0", "0", "1"} {
 		id := fmt.Sprintf("ingester-%d", i)
-		c.ingesters = append(c.ingesters, &role{name: id, dir: filepath.Join(tmp, id), addr: freeAddr(t),
+		c.ingesters = append(c.ingesters, &role{name: id, dir: filepath.Join(tmp, id), addr: holdAddr(t),
 			args: append(append([]string{"-target", "ingester", "-partitions", part, "-ingester.id", id}, kafka...), noOTLP...)})
 	}
 	var ing []string
 	for _, r := range c.ingesters {
 		ing = append(ing, r.url())
 	}
-	c.builder = &role{name: "block-builder", dir: filepath.Join(tmp, "builder"), addr: freeAddr(t),
+	c.builder = &role{name: "block-builder", dir: filepath.Join(tmp, "builder"), addr: holdAddr(t),
 		args: slices.Concat([]string{"-target", "block-builder", "-block-builder.window", "5s", "-block-builder.grace", "1s", "-block-builder.compaction-range", "20s"}, kafka, bucket, noOTLP)}
 	// The querier evaluates rules over the cluster; what they record goes
 	// through the ingest log to the ingesters.
@@ -195,7 +197,7 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 	if err := os.WriteFile(c.querierCfg, []byte("rule_files: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: freeAddr(t),
+	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: holdAddr(t),
 		args: slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-config", c.querierCfg,
 			"-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, kafka, bucket, noOTLP)}
 	for _, r := range append([]*role{c.single, c.dist, c.builder, c.querier}, c.ingesters...) {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
 
+	"github.com/weftdb/weft/cluster/readapi"
 	"github.com/weftdb/weft/index"
 )
 
@@ -20,10 +21,8 @@ const maxIndexEntries = 1 << 20
 // Index returns the cluster's label index as weft's investigations read
 // it (investigate.Index): the streams a selector matches, listed through
 // the fan-out (metric series from the ingesters and blocks, log streams
-// likewise), under IDs of the querier's own. Trace resources are not
-// listed (the internal read API serves no trace stream list yet), so a
-// workload's context on a querier counts no trace streams. Safe for
-// concurrent use.
+// likewise, trace resources from the ingesters), under IDs of the
+// querier's own. Safe for concurrent use.
 func (q *Querier) Index() *Index {
 	return &Index{q: q, byKey: map[string]index.ID{}, entries: map[index.ID]indexEntry{}}
 }
@@ -74,6 +73,25 @@ func (x *Index) Postings(ctx context.Context, kind index.Kind, mint, maxt int64,
 		}
 		for _, ls := range ss {
 			found = append(found, stream{index.KindLog, ls})
+		}
+	}
+	if kind == index.KindTrace || kind == index.KindAny {
+		// A resource's stream is on every ingester its spans reached: ask
+		// each one, the IDs merge the answers.
+		req := readapi.Request{Start: mint * 1e6, End: (maxt + 1) * 1e6, Matchers: readapi.EncodeMatchers(ms)}
+		got, missing, err := fanout(ctx, x.q, func(ctx context.Context, in *ingester, _ []int32, _ int32) ([]labels.Labels, error) {
+			return in.client.TraceStreams(ctx, req)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster index: trace streams: %w", err)
+		}
+		if _, err := x.q.partial(ctx, missing); err != nil {
+			return nil, err
+		}
+		for _, ss := range got {
+			for _, ls := range ss {
+				found = append(found, stream{index.KindTrace, ls})
+			}
 		}
 	}
 	bm := roaring64.New()

@@ -314,13 +314,13 @@ func TestFanOutMatchesSingleNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		for _, sel := range []string{`{host="n1"}`, `gpu_util{gpu=~"3|5"}`, `{job="train", rank!="2"}`} {
+		for _, sel := range []string{`{host="n1"}`, `gpu_util{gpu=~"3|5"}`, `{job="train", rank!="2"}`, `{run_id="run-1"}`, `{service_name=~"load.*"}`} {
 			w, err1 := want.Context(ctx, sel, base, base.Add(90*time.Second))
 			g, err2 := got.Context(ctx, sel, base, base.Add(90*time.Second))
 			if err1 != nil || err2 != nil {
 				t.Fatalf("context %s: single %v, querier %v", sel, err1, err2)
 			}
-			if w.Metrics.Series+w.Logs.Streams == 0 {
+			if w.Metrics.Series+w.Logs.Streams+w.Traces.Streams == 0 {
 				t.Fatalf("context %s: the single node knows nothing of it", sel)
 			}
 			wj, _ := json.Marshal(w)
@@ -328,6 +328,9 @@ func TestFanOutMatchesSingleNode(t *testing.T) {
 			if string(wj) != string(gj) {
 				t.Errorf("context %s:\nsingle  %s\nquerier %s", sel, wj, gj)
 			}
+		}
+		if g, err := got.Context(ctx, `{run_id="run-1"}`, base, base.Add(90*time.Second)); err != nil || g.Traces.Streams != 2 {
+			t.Fatalf("context of run-1 on the querier: %+v, %v; want its 2 trace streams (trainer, loader)", g, err)
 		}
 		pw, err1 := want.Pivot(ctx, investigate.PivotRequest{Series: `gpu_util{host="n2", gpu="1"}`, Start: base, End: base.Add(90 * time.Second)})
 		pg, err2 := got.Pivot(ctx, investigate.PivotRequest{Series: `gpu_util{host="n2", gpu="1"}`, Start: base, End: base.Add(90 * time.Second)})

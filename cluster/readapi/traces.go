@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/weftdb/weft/cluster/record"
 	"github.com/weftdb/weft/ingest/otlptraces"
 	"github.com/weftdb/weft/storage/traceentry"
@@ -18,6 +20,7 @@ type TraceSource interface {
 	Fetch(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error)
 	FindTraceByID(ctx context.Context, id traceentry.TraceID, start, end int64) (*traceentry.Trace, error)
 	TagNames(ctx context.Context, start, end int64) (span, resource []string, err error)
+	Streams(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]labels.Labels, error)
 }
 
 // TraceRequest is the body of every traces request.
@@ -158,6 +161,14 @@ func (s *traceServer) routes() map[string]http.Handler {
 	return map[string]http.Handler{
 		"POST " + PathTraceFetch: http.HandlerFunc(s.fetch),
 		"POST " + PathTraceFind:  http.HandlerFunc(s.find),
+		"POST " + PathTraceStreams: s.meta(func(ctx context.Context, q *query) (any, error) {
+			ss, err := s.traces.Streams(ctx, q.Start, q.End, q.ms...)
+			out := SeriesResponse{Series: [][]string{}}
+			for _, ls := range ss {
+				out.Series = append(out.Series, labelsToStrings(ls))
+			}
+			return out, err
+		}),
 		"POST " + PathTraceTags: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			q, err := decodeTraceRequest(r)
 			if err != nil {
@@ -302,6 +313,27 @@ func (c *Client) TraceTags(ctx context.Context, req TraceRequest) (span, resourc
 	var out TagsResponse
 	err = c.getJSON(ctx, http.MethodPost, PathTraceTags, req, &out)
 	return out.Span, out.Resource, err
+}
+
+// TraceStreams returns the label sets of the trace streams (resources)
+// req's matchers select with spans in [req.Start, req.End] (unix ns).
+// Every ingester holds the streams of the resources that sent spans to its
+// partitions, so the same stream comes from several: req's partitions are
+// ignored.
+func (c *Client) TraceStreams(ctx context.Context, req Request) ([]labels.Labels, error) {
+	var out SeriesResponse
+	if err := c.getJSON(ctx, http.MethodPost, PathTraceStreams, req, &out); err != nil {
+		return nil, err
+	}
+	ss := make([]labels.Labels, 0, len(out.Series))
+	for _, s := range out.Series {
+		ls, err := stringsToLabels(s)
+		if err != nil {
+			return nil, fmt.Errorf("decode trace streams answer: %w", err)
+		}
+		ss = append(ss, ls)
+	}
+	return ss, nil
 }
 
 // traceFrames decodes a traces answer frame by frame. Each trace is

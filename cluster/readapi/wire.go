@@ -19,10 +19,11 @@ const (
 	PathSeries = PathPrefix + "logs/series"
 	PathTotals = PathPrefix + "logs/totals"
 	// Traces (traces.go).
-	PathTraceFetch = PathPrefix + "traces/fetch"
-	PathTraceFind  = PathPrefix + "traces/find"
-	PathTraceTags  = PathPrefix + "traces/tags"
-	HeaderStrong   = "X-Weft-Read-Consistency"
+	PathTraceFetch   = PathPrefix + "traces/fetch"
+	PathTraceFind    = PathPrefix + "traces/find"
+	PathTraceTags    = PathPrefix + "traces/tags"
+	PathTraceStreams = PathPrefix + "traces/streams"
+	HeaderStrong     = "X-Weft-Read-Consistency"
 	// StrongValue asks the ingester to answer only after it applied every
 	// record produced before the request (read-after-write).
 	StrongValue = "strong"

@@ -3,9 +3,13 @@ package tracestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/index/tenant"
 	"github.com/weftdb/weft/storage/traceentry"
 )
@@ -65,4 +69,24 @@ func (s *Store) tenantTagNames(ctx context.Context, start, end int64) (span, res
 		return nil, nil, err
 	}
 	return slices.Sorted(maps.Keys(sk)), slices.Sorted(maps.Keys(rk)), nil
+}
+
+// Streams returns the label sets of the trace streams (resources) matching
+// ms with spans in [start, end] (unix ns), sorted, without the tenant
+// label. Safe for concurrent use.
+func (s *Store) Streams(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
+	ids, err := s.ix.Postings(ctx, index.KindTrace, nsToMs(start), nsToMs(end), ms...)
+	if err != nil {
+		return nil, fmt.Errorf("trace streams: %w", err)
+	}
+	out := make([]labels.Labels, 0, ids.GetCardinality())
+	var b labels.ScratchBuilder
+	it := ids.Iterator()
+	for it.HasNext() {
+		if ls, ok := s.ix.Labels(index.ID(it.Next()), &b); ok {
+			out = append(out, tenant.Strip(ls))
+		}
+	}
+	slices.SortFunc(out, labels.Compare)
+	return out, nil
 }

@@ -268,12 +268,12 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		if err != nil {
 			return fmt.Errorf("investigate: workload context: %w", err)
 		}
-		io := investigate.Options{Index: q.Index(), Metrics: q, Engine: aopts.Engine, Logs: q.Logs(), Workload: wl,
+		iopts := investigate.Options{Index: q.Index(), Metrics: q, Engine: aopts.Engine, Logs: q.Logs(), Workload: wl,
 			Logger: logger.With("component", "investigate")}
 		if sink != nil {
-			io.Incidents = sink
+			iopts.Incidents = sink
 		}
-		if r.investigator, err = investigate.New(io); err != nil {
+		if r.investigator, err = investigate.New(iopts); err != nil {
 			return err
 		}
 		aopts.Investigate = r.investigator

@@ -22,9 +22,9 @@ import (
 
 const total = 4
 
-// serve starts the API over a fresh log store holding nStreams streams of
-// nEntries each; it returns a client and the streams.
-func serve(t *testing.T, nStreams, nEntries int) (*Client, []logstore.PushStream) {
+// openSubstrate opens a store in a temporary directory, without
+// background work, closed at the end of the test.
+func openSubstrate(t *testing.T) *storage.Substrate {
 	t.Helper()
 	opts := storage.DefaultOptions()
 	opts.RetentionInterval = -1
@@ -34,6 +34,14 @@ func serve(t *testing.T, nStreams, nEntries int) (*Client, []logstore.PushStream
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Close() })
+	return sub
+}
+
+// serve starts the API over a fresh log store holding nStreams streams of
+// nEntries each; it returns a client and the streams.
+func serve(t *testing.T, nStreams, nEntries int) (*Client, []logstore.PushStream) {
+	t.Helper()
+	sub := openSubstrate(t)
 	base := time.Now().Add(-time.Hour).UnixNano()
 	var streams []logstore.PushStream
 	for i := range nStreams {

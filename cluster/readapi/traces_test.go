@@ -17,7 +17,6 @@ import (
 
 	"github.com/weftdb/weft/cluster/record"
 	"github.com/weftdb/weft/ingest/otlptraces"
-	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/traceentry"
 	"github.com/weftdb/weft/storage/tracestore"
 )
@@ -26,14 +25,7 @@ import (
 // two spans each (a root with a "step" attribute and a child).
 func serveTraces(t *testing.T, n int) *Client {
 	t.Helper()
-	opts := storage.DefaultOptions()
-	opts.RetentionInterval = -1
-	opts.CheckpointInterval = -1
-	sub, err := storage.OpenSubstrate(context.Background(), t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
+	sub := openSubstrate(t)
 	base := time.Now().Add(-10 * time.Minute).UnixNano()
 	res := &traceentry.Resource{Attributes: traceentry.Attributes{{Key: "service.name", Value: traceentry.StringValue("trainer")}}}
 	scope := &traceentry.InstrumentationScope{Name: "test"}

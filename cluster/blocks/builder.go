@@ -278,13 +278,8 @@ func (b *Builder) ApplyRetention(ctx context.Context) (int, error) {
 			continue
 		}
 		delete(b.keptMaxTime, id)
-		if err := b.bucket.Delete(ctx, metaPath(id)); err != nil {
+		if err := deleteBlock(ctx, b.bucket, m); err != nil {
 			return deleted, fmt.Errorf("block retention: %w", err)
-		}
-		for _, f := range m.Files {
-			if err := b.bucket.Delete(ctx, Prefix+id+"/"+f.Path); err != nil {
-				return deleted, fmt.Errorf("block retention: %s: %w", id, err)
-			}
 		}
 		deleted++
 		b.m.deleted.Inc()

@@ -240,20 +240,6 @@ func (c *Compactor) deleteReplaced(ctx context.Context, metas []Meta) ([]Meta, e
 	return kept, nil
 }
 
-// deleteBlock deletes a block's meta.json first (readers stop listing it),
-// then its files.
-func deleteBlock(ctx context.Context, b Bucket, m *Meta) error {
-	if err := b.Delete(ctx, metaPath(m.ID)); err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	for _, f := range m.Files {
-		if err := b.Delete(ctx, Prefix+m.ID+"/"+f.Path); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-	}
-	return nil
-}
-
 // plan groups the blocks below level by partition and r-aligned span of
 // their windows; it returns the groups of more than one block whose span
 // ended at or before closedBefore, each sorted by offset. A block whose
@@ -375,16 +361,9 @@ func (c *Compactor) merge(ctx context.Context, group []Meta, level int) (*Meta, 
 	return m, nil
 }
 
-// storeOptions are those of a store that is a block: no retention, no
-// background work, no disk ballast (it would be uploaded).
+// storeOptions are those of the stores of a merge (blockStore).
 func (c *Compactor) storeOptions(id string) storage.Options {
-	o := c.opts.Storage
-	o.Retention = -1
-	o.RetentionInterval = -1
-	o.CheckpointInterval = -1
-	o.DiskReserve = -1
-	o.Logger = c.logger.With("block", id)
-	return o
+	return blockStore(c.opts.Storage, c.logger.With("block", id))
 }
 
 // copyStores copies the metric series and log streams of srcs with data

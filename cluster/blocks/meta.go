@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/weftdb/weft/storage"
 )
 
 // Layout (docs/format/blocks.md).
@@ -126,6 +129,33 @@ func (m *Meta) validate() error {
 		}
 	}
 	return nil
+}
+
+// deleteBlock deletes a block's meta.json first (readers stop listing it),
+// then its files. Deleting what is gone is not an error (Bucket.Delete).
+func deleteBlock(ctx context.Context, b Bucket, m *Meta) error {
+	if err := b.Delete(ctx, metaPath(m.ID)); err != nil {
+		return err
+	}
+	for _, f := range m.Files {
+		if err := b.Delete(ctx, Prefix+m.ID+"/"+f.Path); err != nil {
+			return fmt.Errorf("%s: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// blockStore is o for a store that holds a whole block, read or merged:
+// no retention (a block holds what it holds; the bucket's lifecycle
+// decides), no background work, no disk ballast (a cached copy beside
+// every block, or a file a merge would upload).
+func blockStore(o storage.Options, logger *slog.Logger) storage.Options {
+	o.Retention = -1
+	o.RetentionInterval = -1
+	o.CheckpointInterval = -1
+	o.DiskReserve = -1
+	o.Logger = logger
+	return o
 }
 
 // upload puts dir's files under the block's prefix, then meta.json.

@@ -218,13 +218,8 @@ func (r *Reader) load(ctx context.Context, id string) (*openBlock, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	sopts := storage.DefaultOptions()
-	sopts.RetentionInterval = -1
-	sopts.CheckpointInterval = -1
-	sopts.Retention = -1   // a block holds what it holds; the bucket's lifecycle decides
-	sopts.DiskReserve = -1 // a read-only copy in the cache: no ballast beside every block
+	sopts := blockStore(storage.DefaultOptions(), r.logger.With("block", id))
 	sopts.BlockCacheBytes = r.opts.BlockCacheBytes
-	sopts.Logger = r.logger.With("block", id)
 	sub, err := storage.OpenSubstrate(ctx, dir, sopts)
 	if err != nil {
 		_ = os.RemoveAll(dir)

@@ -12,7 +12,9 @@ import (
 	promstorage "github.com/prometheus/prometheus/storage"
 
 	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/traceentry"
 	"github.com/weftdb/weft/storage/tracestore"
 )
 
@@ -151,26 +153,27 @@ func split[T any](dst []Produced, p int32, kind record.Kind, maxBytes int, items
 
 func (s *Sink) splitMetrics(enc *record.Encoder, dst []Produced, p int32, series []record.Series) []Produced {
 	return split(dst, p, record.KindMetrics, s.maxBytes, series, func(ss []record.Series) []byte { return enc.AppendMetrics(nil, ss) },
-		func(one record.Series) (record.Series, record.Series, bool) {
-			if len(one.Samples) <= 1 {
-				return one, one, false
-			}
-			lo, hi := one, one
-			lo.Samples, hi.Samples = one.Samples[:len(one.Samples)/2], one.Samples[len(one.Samples)/2:]
-			return lo, hi, true
-		})
+		halves(func(s *record.Series) *[]record.Sample { return &s.Samples }))
+}
+
+// halves returns split's halve for items whose list items returns: the
+// item twice, each with one half of the list (false when it holds one
+// element or none).
+func halves[T, E any](items func(*T) *[]E) func(T) (T, T, bool) {
+	return func(one T) (T, T, bool) {
+		l := *items(&one)
+		if len(l) <= 1 {
+			return one, one, false
+		}
+		lo, hi := one, one
+		*items(&lo), *items(&hi) = l[:len(l)/2], l[len(l)/2:]
+		return lo, hi, true
+	}
 }
 
 func (s *Sink) splitLogs(enc *record.Encoder, dst []Produced, p int32, streams []logstore.PushStream) []Produced {
 	return split(dst, p, record.KindLogs, s.maxBytes, streams, func(ss []logstore.PushStream) []byte { return enc.AppendLogs(nil, ss) },
-		func(one logstore.PushStream) (logstore.PushStream, logstore.PushStream, bool) {
-			if len(one.Entries) <= 1 {
-				return one, one, false
-			}
-			lo, hi := one, one
-			lo.Entries, hi.Entries = one.Entries[:len(one.Entries)/2], one.Entries[len(one.Entries)/2:]
-			return lo, hi, true
-		})
+		halves(func(s *logstore.PushStream) *[]logentry.Entry { return &s.Entries }))
 }
 
 // Push implements the log ingest paths' Pusher (ingest/loki.Pusher): the
@@ -247,14 +250,7 @@ func (s *Sink) PushTraces(ctx context.Context, batch []tracestore.ResourceSpans)
 	}
 	for _, p := range sortedKeys(byPart) {
 		recs = split(recs, p, record.KindTraces, s.maxBytes, byPart[p], encode,
-			func(one tracestore.ResourceSpans) (tracestore.ResourceSpans, tracestore.ResourceSpans, bool) {
-				if len(one.Spans) <= 1 {
-					return one, one, false
-				}
-				lo, hi := one, one
-				lo.Spans, hi.Spans = one.Spans[:len(one.Spans)/2], one.Spans[len(one.Spans)/2:]
-				return lo, hi, true
-			})
+			halves(func(r *tracestore.ResourceSpans) *[]traceentry.Span { return &r.Spans }))
 	}
 	if encErr != nil {
 		return tracestore.PushResult{}, encErr

@@ -220,17 +220,11 @@ func (s *server) selectLogs(w http.ResponseWriter, r *http.Request) {
 			cur = labels.EmptyLabels() // the next entry starts a new stream piece
 		}
 	}
-	if err := it.Err(); err != nil {
-		s.log.Warn("internal_select_failed", "err", err)
-		_ = writeFrame(bw, frameError, []byte(err.Error()))
-		_ = bw.Flush()
-		return
+	err = it.Err()
+	if err == nil && flush() != nil {
+		return // the client went away
 	}
-	if err := flush(); err != nil {
-		return
-	}
-	_ = writeFrame(bw, frameEnd, nil)
-	_ = bw.Flush()
+	s.end(bw, "internal_select_failed", err)
 }
 
 func writeFrame(w *bufio.Writer, typ byte, payload []byte) error {

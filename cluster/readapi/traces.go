@@ -227,7 +227,7 @@ func (s *traceServer) fetch(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = it.Err()
 	}
-	s.end(bw, err)
+	s.end(bw, "internal_trace_fetch_failed", err)
 }
 
 // find answers one trace as a fetch answer of at most one frame.
@@ -256,16 +256,17 @@ func (s *traceServer) find(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		s.end(bw, err)
+		s.end(bw, "internal_trace_find_failed", err)
 		return
 	}
-	s.end(bw, nil)
+	s.end(bw, "", nil)
 }
 
-// end writes the error or end frame and flushes.
-func (s *server) end(bw *bufio.Writer, err error) {
+// end writes the error frame (logged as msg) or the end frame, and
+// flushes: the last of every framed answer.
+func (s *server) end(bw *bufio.Writer, msg string, err error) {
 	if err != nil {
-		s.log.Warn("internal_read_failed", "err", err)
+		s.log.Warn(msg, "err", err)
 		_ = writeFrame(bw, frameError, []byte(err.Error()))
 	} else {
 		_ = writeFrame(bw, frameEnd, nil)

@@ -42,9 +42,11 @@ type LokiOptions struct {
 	// receiver (OTLPLogsOptions.Broadcaster) so that tail sees every line;
 	// nil makes a private one that sees Loki pushes only.
 	Broadcaster *LogBroadcaster
-	// NoTail answers tail with 501: the process sees no lines as they are
-	// stored (a scale-out querier; its ingesters tail their partitions).
-	NoTail bool
+	// Tailer, when set, is where tail connections' live entries come
+	// from instead of this process's pushes: a scale-out querier, which
+	// stores nothing, tails its ingesters. The Broadcaster still ends the
+	// connections at shutdown.
+	Tailer LogTailer
 	// TailMaxQueued bounds the entries waiting for one tail connection
 	// (being written, or held by delay_for); entries beyond are dropped and
 	// reported in dropped_entries instead of slowing ingest. Default 10000.

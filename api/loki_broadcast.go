@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -116,6 +117,73 @@ func (b *LogBroadcaster) unsubscribe(s *tailSub) {
 	b.wg.Done()
 }
 
+// LogTailer streams the log entries that are stored where this process
+// does not see them being pushed (LokiOptions.Tailer: a scale-out
+// querier's ingesters). Tail calls fn with the newly stored entries of the
+// streams that ms select and with the entries that could not be delivered
+// (dropped: their streams and timestamps, lines empty), until ctx ends
+// (nil) or it or fn fails. fn may be called from several goroutines at
+// once; it must not retain the slices' entries beyond the call unless it
+// treats them as read-only.
+type LogTailer interface {
+	Tail(ctx context.Context, ms []*labels.Matcher, fn func(stored, dropped []logstore.PushStream) error) error
+}
+
+// Bounds of one Tail feed: entries waiting for fn, and dropped entries
+// remembered until its next call.
+const (
+	feedMaxQueued  = 10000
+	feedMaxDropped = 1000
+)
+
+// ErrBroadcasterClosed is Tail's answer after Close.
+var ErrBroadcasterClosed = errors.New("log broadcaster closed: shutting down")
+
+// Tail implements LogTailer over what is published to b: a scale-out
+// ingester's internal read API serves it to the queriers' tail
+// connections. At most 10,000 entries wait for fn (a slow fn never slows
+// ingest); the rest reach it as dropped. It returns ErrBroadcasterClosed
+// once b is closed.
+func (b *LogBroadcaster) Tail(ctx context.Context, ms []*labels.Matcher, fn func(stored, dropped []logstore.PushStream) error) error {
+	sub := b.subscribe(ctx, ms, feedMaxQueued, feedMaxDropped)
+	if sub == nil {
+		return ErrBroadcasterClosed
+	}
+	defer b.unsubscribe(sub)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.done:
+			return ErrBroadcasterClosed
+		case <-sub.notify:
+		}
+		batches, dropped := sub.take()
+		stored := make([]logstore.PushStream, len(batches))
+		for i, tb := range batches {
+			stored[i] = logstore.PushStream{Labels: tb.labels, Entries: tb.entries}
+		}
+		err := fn(stored, droppedStreams(dropped))
+		sub.release(countEntries(batches))
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// droppedStreams is ds as streams of entries without lines, one stream
+// piece per entry (the order of ds is kept).
+func droppedStreams(ds []droppedEntry) []logstore.PushStream {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]logstore.PushStream, len(ds))
+	for i, d := range ds {
+		out[i] = logstore.PushStream{Labels: d.labels, Entries: []logentry.Entry{{Timestamp: d.ts}}}
+	}
+	return out
+}
+
 // tailBatch is some entries of one stream, ascending or not.
 type tailBatch struct {
 	labels  labels.Labels
@@ -166,20 +234,43 @@ func (s *tailSub) offer(streams []logstore.PushStream) {
 			s.queue = append(s.queue, tailBatch{labels: ps.Labels, entries: ps.Entries[:n:n]})
 			s.held += n
 		}
-		for _, e := range ps.Entries[n:] {
-			if len(s.dropped) >= s.maxDropped {
-				break
-			}
-			s.dropped = append(s.dropped, droppedEntry{labels: ps.Labels, ts: e.Timestamp})
-		}
+		s.drop(ps.Labels, ps.Entries[n:])
 		s.mu.Unlock()
 		changed = true
 	}
 	if changed {
-		select {
-		case s.notify <- struct{}{}:
-		default: // a wake-up is pending already
+		s.wake()
+	}
+}
+
+// offerDropped records entries that another process dropped before they
+// reached this one (a LogTailer's dropped).
+func (s *tailSub) offerDropped(streams []logstore.PushStream) {
+	if len(streams) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, ps := range streams {
+		s.drop(ps.Labels, ps.Entries)
+	}
+	s.mu.Unlock()
+	s.wake()
+}
+
+// drop records es as dropped, up to maxDropped; s.mu is held.
+func (s *tailSub) drop(ls labels.Labels, es []logentry.Entry) {
+	for _, e := range es {
+		if len(s.dropped) >= s.maxDropped {
+			return
 		}
+		s.dropped = append(s.dropped, droppedEntry{labels: ls, ts: e.Timestamp})
+	}
+}
+
+func (s *tailSub) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 }
 

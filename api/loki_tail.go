@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/query/logql"
+	"github.com/weftdb/weft/storage/logstore"
 )
 
 const (
@@ -39,10 +40,6 @@ const (
 // connection, and its goroutines, end when the client goes away or the
 // broadcaster is closed.
 func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
-	if a.opts.NoTail {
-		lokiError(w, http.StatusNotImplemented, "tail is not served by this weft: it stores no lines itself (a querier); tail the ingesters of the partitions")
-		return
-	}
 	q := r.FormValue("query")
 	expr, err := logql.ParseExpr(q)
 	if err != nil {
@@ -82,6 +79,24 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer bc.unsubscribe(sub)
+	// Entries stored elsewhere (a querier's ingesters) come from the
+	// Tailer into the same queue as pushed ones; it is started before the
+	// backfill is read.
+	var tailDone chan struct{}
+	var tailErr error
+	if a.opts.Tailer != nil {
+		tctx, stop := context.WithCancel(r.Context())
+		tailDone = make(chan struct{})
+		go func() {
+			defer close(tailDone)
+			tailErr = a.opts.Tailer.Tail(tctx, sel.Matchers, func(stored, dropped []logstore.PushStream) error {
+				sub.offer(stored)
+				sub.offerDropped(dropped)
+				return nil
+			})
+		}()
+		defer func() { stop(); <-tailDone }()
+	}
 	t := &tailConn{query: q, limit: limit, seen: map[string]struct{}{}}
 	t.eng = logql.NewEngine(&t.src, logql.EngineOptions{MaxEntriesLimit: a.opts.TailMaxQueued})
 	var backfill []logql.StreamResult
@@ -141,6 +156,16 @@ func (a *lokiAPI) tail(w http.ResponseWriter, r *http.Request) {
 				c.CloseNow() // shutdown: no close handshake to wait for
 			default:
 				c.Close(websocket.StatusNormalClosure, "")
+			}
+			return
+		case <-tailDone:
+			if ctx.Err() == nil {
+				reason := "tail source ended"
+				if tailErr != nil {
+					a.log.Warn("tail_source_failed", "err", tailErr)
+					reason = tailErr.Error()
+				}
+				c.Close(websocket.StatusInternalError, truncateReason(reason))
 			}
 			return
 		case <-sub.notify:

@@ -3,9 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -296,8 +295,7 @@ func TestLokiTailEndsOnBroadcasterClose(t *testing.T) {
 
 // TestLokiTailOfAppliedLines: lines stored by another path than the push
 // API (a scale-out ingester applying the ingest log) reach tail through
-// the broadcaster the handler was given; with NoTail (a querier) tail
-// answers 501 with the reason.
+// the broadcaster the handler was given.
 func TestLokiTailOfAppliedLines(t *testing.T) {
 	b := NewLogBroadcaster()
 	e := newLokiEnvWith(t, func(o *LokiOptions) { o.Broadcaster = b })
@@ -310,15 +308,89 @@ func TestLokiTailOfAppliedLines(t *testing.T) {
 	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "applied/from the log" {
 		t.Fatalf("tail sent %q", got)
 	}
+}
 
-	q := newLokiEnvWith(t, func(o *LokiOptions) { o.NoTail = true })
-	resp, err := q.srv.Client().Get(q.srv.URL + "/loki/api/v1/tail?" + url.Values{"query": {`{app="x"}`}}.Encode())
-	if err != nil {
-		t.Fatal(err)
+// TestLokiTailFromTailer: a process that stores no lines (a querier)
+// tails through its Tailer, here another process's broadcaster: the
+// entries it streams go through the query's pipeline, the entries it
+// dropped are reported, and its failure closes the connection with the
+// reason.
+func TestLokiTailFromTailer(t *testing.T) {
+	upstream := NewLogBroadcaster() // the ingester's
+	t.Cleanup(upstream.Close)
+	ft := &funcTailer{tail: upstream.Tail}
+	e := newLokiEnvWith(t, func(o *LokiOptions) { o.Tailer = ft })
+	ctx := testCtx(t)
+	c := dialTail(t, ctx, e, url.Values{"query": {`{app="far"} |= "keep"`}})
+	// The Tailer subscribes in the background: wait until it has.
+	for !upstream.subscribed() {
+		time.Sleep(time.Millisecond)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), "ingesters") {
-		t.Fatalf("tail with NoTail: %s %s", resp.Status, body)
+	ts := lokiNow.Add(-time.Second).UnixNano()
+	upstream.Publish([]logstore.PushStream{
+		{Labels: labels.FromStrings("app", "far"), Entries: []logentry.Entry{{Timestamp: ts, Line: "keep 1"}, {Timestamp: ts + 1, Line: "drop"}, {Timestamp: ts + 2, Line: "keep 2"}}},
+		{Labels: labels.FromStrings("app", "near"), Entries: []logentry.Entry{{Timestamp: ts, Line: "keep other"}}},
+	})
+	if got := strings.Join(readTail(t, ctx, c).lines(), ","); got != "far/keep 1,far/keep 2" {
+		t.Fatalf("tail sent %q", got)
 	}
+	// Dropped upstream: reported as Loki reports its own.
+	ft.send([]logstore.PushStream{{Labels: labels.FromStrings("app", "far"), Entries: []logentry.Entry{{Timestamp: ts + 5}}}})
+	m := readTail(t, ctx, c)
+	if len(m.lines()) != 0 || len(m.Dropped) != 1 || m.Dropped[0].Labels["app"] != "far" || m.Dropped[0].Timestamp != fmt.Sprint(ts+5) {
+		t.Fatalf("tail sent %+v", m)
+	}
+	// The source fails: the connection closes with its reason.
+	ft.fail(errors.New("no ingester for partition 3"))
+	_, _, err := c.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusInternalError || !strings.Contains(err.Error(), "no ingester for partition 3") {
+		t.Fatalf("read after the source failed: %v", err)
+	}
+}
+
+// funcTailer wraps a LogTailer so that a test can add dropped entries to
+// its feed and make it fail.
+type funcTailer struct {
+	tail func(ctx context.Context, ms []*labels.Matcher, fn func(stored, dropped []logstore.PushStream) error) error
+	mu   sync.Mutex
+	fn   func(stored, dropped []logstore.PushStream) error
+	stop chan error
+}
+
+func (f *funcTailer) Tail(ctx context.Context, ms []*labels.Matcher, fn func(stored, dropped []logstore.PushStream) error) error {
+	f.mu.Lock()
+	f.fn, f.stop = fn, make(chan error, 1)
+	stop := f.stop
+	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f.tail(ctx, ms, fn) }()
+	select {
+	case err := <-stop:
+		cancel()
+		<-done
+		return err
+	case err := <-done:
+		return err
+	}
+}
+
+func (f *funcTailer) send(dropped []logstore.PushStream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_ = f.fn(nil, dropped)
+}
+
+func (f *funcTailer) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stop <- err
+}
+
+// subscribed reports whether a tail connection or feed is subscribed.
+func (b *LogBroadcaster) subscribed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.subs) > 0
 }

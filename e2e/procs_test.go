@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,6 +56,7 @@ func buildWeft(tb testing.TB) string {
 			return
 		}
 		weftBin = filepath.Join(dir, "weft")
+		keyOnSources(repoRoot(tb))
 		cmd := exec.Command("go", "build", "-o", weftBin, "./cmd/weft")
 		cmd.Dir = repoRoot(tb)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -64,6 +67,32 @@ func buildWeft(tb testing.TB) string {
 		tb.Fatal(buildErr)
 	}
 	return weftBin
+}
+
+// keyOnSources reads every Go source and module file of the repository
+// (and the UI's built assets, which the binary embeds): go test keys its
+// cached result of this package on the files the tests open, and the
+// binaries the tests build in subprocesses are otherwise invisible to it,
+// so a change to weft's code would replay a stale pass.
+func keyOnSources(root string) {
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", ".build", "node_modules", "weft-data", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(path); ext == ".go" || ext == ".mod" || ext == ".sum" || strings.Contains(path, "/web/dist/") {
+			if f, err := os.Open(path); err == nil {
+				_ = f.Close()
+			}
+		}
+		return nil
+	})
 }
 
 // peerBinary returns the path of a pinned peer binary installed by

@@ -1,6 +1,10 @@
 package querier
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the querier's own. Safe for concurrent use.
 type metrics struct {
@@ -9,6 +13,7 @@ type metrics struct {
 	partial        prometheus.Counter
 	blockReads     prometheus.Counter
 	ready          prometheus.GaugeFunc
+	tailStreams    atomic.Int64
 }
 
 func newMetrics(r prometheus.Registerer, q *Querier) *metrics {
@@ -40,8 +45,12 @@ func newMetrics(r prometheus.Registerer, q *Querier) *metrics {
 			return 0
 		}),
 	}
+	tails := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weft_querier_tail_streams",
+		Help: "Open tail streams to ingesters (one per ingester of each Loki tail connection).",
+	}, func() float64 { return float64(m.tailStreams.Load()) })
 	if r != nil {
-		r.MustRegister(m.fanoutDuration, m.fanoutErrors, m.partial, m.blockReads, m.ready)
+		r.MustRegister(m.fanoutDuration, m.fanoutErrors, m.partial, m.blockReads, m.ready, tails)
 	}
 	return m
 }

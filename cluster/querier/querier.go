@@ -100,9 +100,11 @@ func New(opts Options) (*Querier, error) {
 	}
 	hc := &http.Client{Timeout: opts.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}}
 	q := &Querier{opts: opts, hc: hc, logger: opts.Logger, topo: &topology{total: opts.TotalPartitions, interval: opts.StatusInterval}}
+	// Tail streams last as long as their tail connections: no Timeout.
+	streams := &http.Client{Transport: hc.Transport}
 	for _, base := range opts.Ingesters {
 		base = strings.TrimSuffix(base, "/")
-		q.topo.ingesters = append(q.topo.ingesters, &ingester{base: base, client: readapi.NewClient(base, hc)})
+		q.topo.ingesters = append(q.topo.ingesters, &ingester{base: base, client: readapi.NewClient(base, hc), stream: readapi.NewClient(base, streams)})
 	}
 	q.m = newMetrics(opts.Registerer, q)
 	return q, nil

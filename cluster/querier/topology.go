@@ -13,6 +13,7 @@ import (
 type ingester struct {
 	base   string
 	client *readapi.Client
+	stream *readapi.Client // for tail streams: no request timeout
 
 	mu     sync.Mutex
 	status readapi.Status

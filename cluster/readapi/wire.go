@@ -18,6 +18,7 @@ const (
 	PathValues = PathPrefix + "logs/values"
 	PathSeries = PathPrefix + "logs/series"
 	PathTotals = PathPrefix + "logs/totals"
+	PathTail   = PathPrefix + "logs/tail" // tail.go
 	// Traces (traces.go).
 	PathTraceFetch   = PathPrefix + "traces/fetch"
 	PathTraceFind    = PathPrefix + "traces/find"

@@ -187,7 +187,12 @@ func (r *role) ingester(ctx context.Context, c ClusterOptions, dataDir string, l
 		if aopts.Handlers == nil {
 			aopts.Handlers = map[string]http.Handler{}
 		}
-		for p, h := range readapi.Handlers(sub.Logs(), sub.Traces(), in.Status, logger.With("component", "internal read api")) {
+		rlog := logger.With("component", "internal read api")
+		for p, h := range readapi.Handlers(sub.Logs(), sub.Traces(), in.Status, rlog) {
+			aopts.Handlers[p] = h
+		}
+		// Queriers' tail connections stream what this ingester applies.
+		for p, h := range readapi.TailHandlers(tail, rlog) {
 			aopts.Handlers[p] = h
 		}
 		r.closers = append(r.closers, func() {
@@ -257,7 +262,7 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		aopts.Storage = q
 		aopts.Metadata = q
 		aopts.Logs = q.Logs()
-		aopts.Loki.NoTail = true
+		aopts.Loki.Tailer = q.Logs() // tail streams from the ingesters
 		aopts.Traces = q.Traces()
 		if sink != nil {
 			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs()}

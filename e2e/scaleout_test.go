@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -589,6 +590,34 @@ remote_write:
 		}
 		if d := diffResults(want.Data, got.Data); d != "" {
 			t.Errorf("telemetrygen metrics: %s", d)
+		}
+		// status/tsdb over the ingesters (partition 0's replica counted
+		// once): telemetrygen's metrics have the single node's series counts.
+		genCounts := func(base string) map[string]float64 {
+			t.Helper()
+			r, err := get(base, "/api/v1/status/tsdb", url.Values{"limit": {"1000"}})
+			if err != nil {
+				t.Fatalf("status/tsdb of %s: %v", base, err)
+			}
+			var st struct {
+				ByName []struct {
+					Name  string  `json:"name"`
+					Value float64 `json:"value"`
+				} `json:"seriesCountByMetricName"`
+			}
+			if err := json.Unmarshal(r.Data, &st); err != nil {
+				t.Fatalf("status/tsdb of %s: %s: %v", base, r.Data, err)
+			}
+			out := map[string]float64{}
+			for _, e := range st.ByName {
+				if strings.HasPrefix(e.Name, "gen") {
+					out[e.Name] = e.Value
+				}
+			}
+			return out
+		}
+		if want, got := genCounts(c.single.url()), genCounts(c.querier.url()); len(want) == 0 || !maps.Equal(want, got) {
+			t.Errorf("status/tsdb series of telemetrygen's metrics: single %v, querier %v", want, got)
 		}
 		// Lines still being pushed are not compared: the window ends before them.
 		compareLoki(t, c.single.url(), c.querier.url(), started.Add(-time.Minute), time.Now().Add(-2*time.Second))

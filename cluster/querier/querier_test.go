@@ -73,6 +73,9 @@ func apiHandler(t *testing.T, st api.Storage, logs api.LogStore, traces api.Trac
 	if md, ok := st.(api.MetadataReader); ok {
 		o.Metadata = md
 	}
+	if db, ok := st.(*storage.DB); ok {
+		o.Cardinality = api.StoreCardinality{DB: db}
+	}
 	o.Handlers = extra
 	s, err := api.New(o)
 	if err != nil {

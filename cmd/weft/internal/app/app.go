@@ -165,7 +165,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	aopts.Engine = query.NewEngine(qopts)
 	aopts.Metadata = db
 	aopts.Admin = db
-	card := &cardinality{db: db}
+	card := api.StoreCardinality{DB: db}
 	aopts.Cardinality, aopts.Churn = card, card
 	aopts.Appendable = db
 	aopts.RemoteWrite = opts.RemoteWrite

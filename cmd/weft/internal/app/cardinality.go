@@ -2,57 +2,15 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/cluster/querier"
 	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage"
 )
-
-// cardinalityWindow is the time range status/tsdb reports on, ending at the
-// newest sample: one index partition, the streams active "today". Prometheus
-// reports its head (the last two to three hours); a day covers that and
-// stays one partition's postings.
-const cardinalityWindow = 24 * time.Hour
-
-// cardinality adapts weft's index statistics to api.CardinalityReader.
-type cardinality struct {
-	db *storage.DB
-}
-
-func (c *cardinality) Cardinality(ctx context.Context, limit int) (api.Cardinality, error) {
-	st := c.db.Stats()
-	if st.MaxTime < st.MinTime { // empty store
-		return api.Cardinality{ChunkCount: st.HeadChunks, MinTime: st.MinTime, MaxTime: st.MaxTime}, nil
-	}
-	maxt := st.MaxTime
-	mint := maxt - cardinalityWindow.Milliseconds()
-	is, err := c.db.Index().Stats(ctx, index.KindMetric, mint, maxt, limit)
-	if err != nil {
-		return api.Cardinality{}, fmt.Errorf("index stats: %w", err)
-	}
-	conv := func(in []index.Stat) []api.CardinalityStat {
-		out := make([]api.CardinalityStat, len(in))
-		for i, s := range in {
-			out[i] = api.CardinalityStat{Name: s.Name, Value: s.Count}
-		}
-		return out
-	}
-	return api.Cardinality{
-		NumSeries:                   is.NumStreams,
-		NumLabelPairs:               is.NumLabelPairs,
-		ChunkCount:                  st.HeadChunks,
-		MinTime:                     st.MinTime,
-		MaxTime:                     st.MaxTime,
-		SeriesCountByMetricName:     conv(is.SeriesCountByMetricName),
-		LabelValueCountByLabelName:  conv(is.LabelValueCountByLabelName),
-		MemoryInBytesByLabelName:    conv(is.MemoryInBytesByLabelName),
-		SeriesCountByLabelValuePair: conv(is.SeriesCountByLabelValuePair),
-	}, nil
-}
 
 // tenantSeriesCounter counts the metric series of the tenant of ctx that
 // match ms in the partitions of the last day: the active series of the
@@ -68,7 +26,32 @@ func tenantSeriesCounter(db *storage.DB) func(ctx context.Context, ms ...*labels
 	}
 }
 
-// Churn answers the cardinality explorer's churn over the metric series.
-func (c *cardinality) Churn(ctx context.Context, mint, maxt int64, sets ...[]*labels.Matcher) (index.Churn, error) {
-	return c.db.Index().Churn(ctx, index.KindMetric, mint, maxt, sets...)
+// querierCardinality adapts a scale-out querier's merge of its ingesters'
+// statistics (querier.TSDBStatus) to api.CardinalityReader.
+type querierCardinality struct{ q *querier.Querier }
+
+func (c querierCardinality) Cardinality(ctx context.Context, limit int) (api.Cardinality, error) {
+	s, err := c.q.TSDBStatus(ctx, limit)
+	if err != nil {
+		return api.Cardinality{}, err
+	}
+	conv := func(in []querier.Stat) []api.CardinalityStat {
+		out := make([]api.CardinalityStat, len(in))
+		for i, st := range in {
+			out[i] = api.CardinalityStat{Name: st.Name, Value: st.Value}
+		}
+		return out
+	}
+	h := s.HeadStats
+	return api.Cardinality{
+		NumSeries:                   h.NumSeries,
+		NumLabelPairs:               h.NumLabelPairs,
+		ChunkCount:                  h.ChunkCount,
+		MinTime:                     h.MinTime,
+		MaxTime:                     h.MaxTime,
+		SeriesCountByMetricName:     conv(s.SeriesCountByMetricName),
+		LabelValueCountByLabelName:  conv(s.LabelValueCountByLabelName),
+		MemoryInBytesByLabelName:    conv(s.MemoryInBytesByLabelName),
+		SeriesCountByLabelValuePair: conv(s.SeriesCountByLabelValuePair),
+	}, nil
 }

@@ -2,7 +2,9 @@ package querier
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -24,6 +26,9 @@ func (q *Querier) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, erro
 type seriesQuerier struct {
 	q          *Querier
 	mint, maxt int64
+
+	mu      sync.Mutex
+	closers []func() error
 }
 
 // ranges splits [mint, maxt] at the blocks/ingesters boundary: the
@@ -49,7 +54,11 @@ func (s *seriesQuerier) Select(ctx context.Context, _ bool, hints *promstorage.S
 	if ing {
 		h := clampHints(hints, ingMin, ingMax)
 		got, missing, err := fanout(ctx, s.q, func(ctx context.Context, in *ingester, _ []int32, _ int32) (promstorage.SeriesSet, error) {
-			return s.q.remoteRead(ctx, in.base, ingMin, ingMax, h, ms)
+			set, closer, err := s.q.remoteRead(ctx, in.base, ingMin, ingMax, h, ms)
+			if closer != nil {
+				s.onClose(closer)
+			}
+			return set, err
 		})
 		if err != nil {
 			return promstorage.ErrSeriesSet(err)
@@ -69,7 +78,8 @@ func (s *seriesQuerier) Select(ctx context.Context, _ bool, hints *promstorage.S
 			return promstorage.ErrSeriesSet(err)
 		}
 		s.q.m.blockReads.Inc()
-		sets = append(sets, &closingSet{SeriesSet: bq.Select(ctx, true, clampHints(hints, blkMin, blkMax), ms...), close: bq.Close})
+		s.onClose(bq.Close)
+		sets = append(sets, bq.Select(ctx, true, clampHints(hints, blkMin, blkMax), ms...))
 	}
 	merged := promstorage.NewMergeSeriesSet(sets, 0, promstorage.ChainedSeriesMerge)
 	if len(warns) == 0 {
@@ -145,7 +155,28 @@ func (s *seriesQuerier) labels(ctx context.Context, name string, hints *promstor
 	return out, warns, nil
 }
 
-func (s *seriesQuerier) Close() error { return nil }
+// onClose registers what Close releases: the streamed answers and block
+// queriers of the query's selects (a query that stops reading a set early
+// leaves it open until then).
+func (s *seriesQuerier) onClose(f func() error) {
+	s.mu.Lock()
+	s.closers = append(s.closers, f)
+	s.mu.Unlock()
+}
+
+// Close releases what the selects hold open; the sets must not be read
+// afterwards.
+func (s *seriesQuerier) Close() error {
+	s.mu.Lock()
+	cs := s.closers
+	s.closers = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
 
 // union merges string lists into one sorted list without duplicates.
 func union(lists [][]string) []string {
@@ -174,22 +205,4 @@ func (w warnSet) Warnings() annotations.Annotations {
 	out.Merge(w.warns)
 	out.Merge(w.SeriesSet.Warnings())
 	return out
-}
-
-// closingSet closes its querier once the set is exhausted or failed.
-type closingSet struct {
-	promstorage.SeriesSet
-	close  func() error
-	closed bool
-}
-
-func (c *closingSet) Next() bool {
-	if c.SeriesSet.Next() {
-		return true
-	}
-	if !c.closed {
-		c.closed = true
-		_ = c.close()
-	}
-	return false
 }

@@ -39,7 +39,14 @@ func (s *Store) Export(ctx context.Context, start, end int64, f func(id traceent
 		return errors.Join(err, v.close())
 	}
 	it := &iterator{ctx: ctx, v: v, pl: pl, lo: start, hi: hi, yielded: map[traceentry.TraceID]struct{}{}, export: true}
-	defer it.Close()
+	if err := s.export(it, f); err != nil {
+		return errors.Join(err, it.Close())
+	}
+	return errors.Join(it.Err(), it.Close())
+}
+
+// export runs Export's loop over it.
+func (s *Store) export(it *iterator, f func(id traceentry.TraceID, rs []ResourceSpans) error) error {
 	known := map[index.ID]labels.Labels{}
 	var b labels.ScratchBuilder
 	for it.Next() {
@@ -66,5 +73,5 @@ func (s *Store) Export(ctx context.Context, start, end int64, f func(id traceent
 			return err
 		}
 	}
-	return it.Err()
+	return nil
 }

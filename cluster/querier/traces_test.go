@@ -19,6 +19,7 @@ import (
 	"github.com/weftdb/weft/cluster/blocks"
 	"github.com/weftdb/weft/cluster/kafkalog"
 	"github.com/weftdb/weft/cluster/record"
+	"github.com/weftdb/weft/index"
 	"github.com/weftdb/weft/storage/traceentry"
 	"github.com/weftdb/weft/storage/tracestore"
 )
@@ -82,6 +83,9 @@ func splitSpan(i int, n byte, t time.Time, old bool) tracestore.ResourceSpans {
 		attr = "attr.old"
 	}
 	svc := []string{"router", "loader", "worker"}[n%3]
+	if i == 2 {
+		svc = "archive-" + svc // trace 2's streams are only in the blocks
+	}
 	sp := traceentry.Span{TraceID: id, SpanID: traceentry.SpanID{6: byte(i), 7: n}, Name: "op-" + strconv.Itoa(int(n)), Kind: traceentry.SpanKindServer,
 		StartUnixNano: t.UnixNano(), EndUnixNano: t.Add(time.Second).UnixNano(),
 		Resource:   &traceentry.Resource{Attributes: traceentry.Attributes{{Key: "service.name", Value: traceentry.StringValue(svc)}}},
@@ -98,7 +102,8 @@ func splitSpan(i int, n byte, t time.Time, old bool) tracestore.ResourceSpans {
 // search, and the Tempo API answers as a single node holding every span:
 // trace 0's old spans are in the blocks and (still) on the ingester, trace
 // 1's only in the blocks (the ingester no longer has them), trace 2 is in
-// the blocks alone, trace 3 on the ingester alone.
+// the blocks alone (on a service of its own, which the investigation
+// index finds there), trace 3 on the ingester alone.
 func TestTracesAcrossTheSplit(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
@@ -238,6 +243,12 @@ func TestTracesAcrossTheSplit(t *testing.T) {
 	span, res, err := tr.TagNames(ctx, oldT.Add(-time.Minute).UnixNano(), now.UnixNano())
 	if err != nil || !slices.Equal(span, []string{"attr.new", "attr.old"}) || !slices.Equal(res, []string{"service.name"}) {
 		t.Fatalf("tag names %v %v, %v; want the blocks' and the ingester's", span, res, err)
+	}
+	// The investigation index lists trace streams of the blocks too.
+	ids, err := q.Index().Postings(ctx, index.KindTrace, oldT.Add(-time.Minute).UnixMilli(), now.UnixMilli(),
+		labels.MustNewMatcher(labels.MatchRegexp, "service_name", "archive-.*"))
+	if err != nil || ids.GetCardinality() != 3 {
+		t.Fatalf("trace streams of the blocks in the index: %v, %v; want the 3 archive streams", ids, err)
 	}
 	if reads := counterValue(t, q.m.blockReads); reads == 0 {
 		t.Fatal("no block reads counted")

@@ -1,12 +1,9 @@
 package querier
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -38,11 +35,6 @@ type BlockTraces interface {
 	TagNames(ctx context.Context, start, end int64) (span, resource []string, err error)
 	TraceStreams(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]labels.Labels, error)
 }
-
-// maxCompleting bounds the concurrent trace lookups on the ingesters that
-// complete a merged search's traces: as many as an ingester's fan-out
-// would open, without one search flooding them.
-const maxCompleting = 8
 
 // traceWindow is how far apart the parts of one trace are assembled: the
 // trace store's default TraceWindow, which the ingesters use unless
@@ -77,10 +69,8 @@ func (t *Traces) split(start, end int64) traceSplit {
 // first, and the answers are interleaved most recent first (by a trace's
 // latest span end), so that a search that stops at its limit keeps the
 // most recent matches of the whole cluster. Over the blocks alone, the
-// blocks' iterator is returned. Over both, a trace can come from each, so
-// both answers are read into memory, merged by trace ID (each span once;
-// an ingester's trace gets its spans of the blocks too) and yielded most
-// recent first: bounded by the traces the range and hints select.
+// blocks' iterator is returned. Over both, a trace can come from each:
+// they are merged, each trace once with its spans of both (see merged).
 func (t *Traces) Fetch(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error) {
 	sp := t.split(req.Start, req.End)
 	var ing traceentry.Iterator
@@ -108,7 +98,7 @@ func (t *Traces) Fetch(ctx context.Context, req traceentry.FetchRequest) (tracee
 	if ing == nil {
 		return blk, nil
 	}
-	return t.merge(ctx, sp.ingStart, ing, blk)
+	return &merged{ctx: ctx, t: t, split: sp.ingStart, ing: ing, blk: blk, yielded: map[traceentry.TraceID]struct{}{}}, nil
 }
 
 func (t *Traces) fetchIngesters(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error) {
@@ -130,72 +120,94 @@ func (t *Traces) fetchIngesters(ctx context.Context, req traceentry.FetchRequest
 	return m, nil
 }
 
-// merge reads ing and blk whole and returns their traces merged by ID,
-// most recent first. It closes both.
-func (t *Traces) merge(ctx context.Context, split int64, ing, blk traceentry.Iterator) (traceentry.Iterator, error) {
-	byID := map[traceentry.TraceID]int{}
-	onIngesters := map[traceentry.TraceID]bool{}
-	var traces []*traceentry.Trace
-	read := func(it traceentry.Iterator, fromIngesters bool) error {
-		for it.Next() {
-			tr := it.At()
-			if fromIngesters {
-				onIngesters[tr.TraceID] = true
+// merged yields the ingesters' traces (most recent first, as
+// fetchIngesters interleaves them), each with its spans of the blocks
+// added, then the blocks' traces not yielded yet, each trace once: the
+// newer side first, so that a search that stops at its limit keeps the
+// most recent matches, and nothing is held but the IDs yielded. A blocks'
+// trace that ends within traceWindow of the split may have newer spans on
+// an ingester that the ingesters did not yield (their part did not match
+// the hints): it is completed from the ingester of its partition, as a
+// single store assembles a trace's parts within its trace window.
+type merged struct {
+	ctx      context.Context
+	t        *Traces
+	split    int64 // unix ns
+	ing, blk traceentry.Iterator
+	yielded  map[traceentry.TraceID]struct{}
+	cur      *traceentry.Trace
+	err      error
+}
+
+func (m *merged) Next() bool {
+	if m.err != nil {
+		return false
+	}
+	for m.ing != nil {
+		if !m.ing.Next() {
+			err := errors.Join(m.ing.Err(), m.ing.Close())
+			m.ing = nil
+			if err != nil {
+				m.err = err
+				return false
 			}
-			if i, ok := byID[tr.TraceID]; ok {
-				traces[i].Spans = mergeSpans(traces[i].Spans, tr.Spans)
-				continue
-			}
-			byID[tr.TraceID] = len(traces)
-			traces = append(traces, &traceentry.Trace{TraceID: tr.TraceID, Spans: slices.Clone(tr.Spans)})
+			break
 		}
-		return errors.Join(it.Err(), it.Close())
-	}
-	if err := read(blk, false); err != nil {
-		_ = ing.Close()
-		return nil, err
-	}
-	fromBlocks := len(traces)
-	if err := read(ing, true); err != nil {
-		return nil, err
-	}
-	// A trace the ingesters found whose older spans did not make the
-	// blocks' answer (their part there did not match the hints, or lies
-	// before the read's start) still has them in the blocks.
-	for _, tr := range traces[fromBlocks:] {
-		more, err := t.q.opts.Blocks.FindTraceByID(ctx, tr.TraceID, 0, 0)
+		tr := m.ing.At()
+		if _, done := m.yielded[tr.TraceID]; done {
+			continue
+		}
+		more, err := m.t.q.opts.Blocks.FindTraceByID(m.ctx, tr.TraceID, 0, 0)
 		if err != nil {
-			return nil, err
-		}
-		if more != nil {
-			tr.Spans = mergeSpans(tr.Spans, more.Spans)
-		}
-	}
-	// Conversely, a trace of the blocks' answer that the ingesters did
-	// not yield (their part did not match the hints) may have newer spans
-	// on an ingester: those ending near the split are completed from the
-	// ingester of their partition, as a single store would assemble
-	// parts within its trace window.
-	if err := t.completeFromIngesters(ctx, traces[:fromBlocks], func(tr *traceentry.Trace) bool {
-		if onIngesters[tr.TraceID] {
+			m.err = err
 			return false
 		}
-		_, end := tr.TimeRange()
-		return end >= split-traceWindow
-	}); err != nil {
-		return nil, err
+		return m.yield(tr, more)
 	}
-	ends := make(map[traceentry.TraceID]int64, len(traces))
-	for _, tr := range traces {
-		_, ends[tr.TraceID] = tr.TimeRange()
-	}
-	slices.SortFunc(traces, func(a, b *traceentry.Trace) int {
-		if c := cmp.Compare(ends[b.TraceID], ends[a.TraceID]); c != 0 {
-			return c
+	for m.blk.Next() {
+		tr := m.blk.At()
+		if _, done := m.yielded[tr.TraceID]; done {
+			continue
 		}
-		return bytes.Compare(a.TraceID[:], b.TraceID[:])
-	})
-	return &traceList{traces: traces, i: -1}, nil
+		var more *traceentry.Trace
+		if _, end := tr.TimeRange(); end >= m.split-traceWindow {
+			var err error
+			if more, err = m.t.findOnIngester(m.ctx, tr.TraceID, 0, 0); err != nil {
+				m.err = err
+				return false
+			}
+		}
+		return m.yield(tr, more)
+	}
+	m.err = m.blk.Err()
+	return false
+}
+
+// yield makes tr with more's spans the current trace.
+func (m *merged) yield(tr, more *traceentry.Trace) bool {
+	m.yielded[tr.TraceID] = struct{}{}
+	if more == nil {
+		m.cur = tr
+		return true
+	}
+	m.cur = &traceentry.Trace{TraceID: tr.TraceID, Spans: mergeSpans(slices.Clone(tr.Spans), more.Spans)}
+	return true
+}
+
+func (m *merged) At() *traceentry.Trace { return m.cur }
+func (m *merged) Err() error            { return m.err }
+
+func (m *merged) Close() error {
+	var err error
+	if m.ing != nil {
+		err = m.ing.Close()
+		m.ing = nil
+	}
+	if m.blk != nil {
+		err = errors.Join(err, m.blk.Close())
+		m.blk = nil
+	}
+	return err
 }
 
 // mergeSpans returns dst with the spans of src whose span ID dst lacks
@@ -213,24 +225,6 @@ func mergeSpans(dst, src []traceentry.Span) []traceentry.Span {
 	}
 	return dst
 }
-
-// traceList iterates traces in memory.
-type traceList struct {
-	traces []*traceentry.Trace
-	i      int
-}
-
-func (l *traceList) Next() bool {
-	if l.i+1 >= len(l.traces) {
-		l.i = len(l.traces)
-		return false
-	}
-	l.i++
-	return true
-}
-func (l *traceList) At() *traceentry.Trace { return l.traces[l.i] }
-func (l *traceList) Err() error            { return nil }
-func (l *traceList) Close() error          { return nil }
 
 // FindTraceByID merges what the ingester of the trace's partition and the
 // blocks hold of the trace (each by the side of the split [start, end]
@@ -291,38 +285,6 @@ func (t *Traces) findOnIngester(ctx context.Context, id traceentry.TraceID, star
 		}
 	}
 	return nil, nil
-}
-
-// completeFromIngesters adds to each trace that want selects its spans on
-// the ingester of its partition, maxCompleting lookups at a time.
-func (t *Traces) completeFromIngesters(ctx context.Context, traces []*traceentry.Trace, want func(*traceentry.Trace) bool) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	sem := make(chan struct{}, maxCompleting)
-	for _, tr := range traces {
-		if !want(tr) {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			more, err := t.findOnIngester(ctx, tr.TraceID, 0, 0)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			if more != nil {
-				tr.Spans = mergeSpans(tr.Spans, more.Spans)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // TagNames returns the union of the ingesters' and the blocks' span and

@@ -70,10 +70,11 @@ type CompactorOptions struct {
 // sources, copies every metric series (merged across them, samples in time
 // order, duplicates dropped), log stream and trace (its spans of every
 // source, duplicates dropped) into a new store, uploads that as a block
-// whose meta.json names its sources, and then deletes the sources. Readers stop reading a source as soon as a block that names it
-// is listed, so no answer counts data twice; a compactor that dies between
-// the upload and the deletions deletes the replaced sources on its next
-// pass, and one that dies during the upload rebuilds the same block ID.
+// whose meta.json names its sources, and then deletes the sources. Readers
+// stop reading a source as soon as a block that names it is listed, so no
+// answer counts data twice; a compactor that dies between the upload and
+// the deletions deletes the replaced sources on its next pass, and one
+// that dies during the upload rebuilds the same block ID.
 // Exemplars and metric metadata are not copied (blocks serve neither).
 // One compactor per partition. Start once; Stop ends it.
 type Compactor struct {
@@ -373,7 +374,8 @@ func (c *Compactor) storeOptions(id string) storage.Options {
 // data in [minT, maxT] (unix ms) into dst: each series once, its samples
 // merged across the sources in time order (ChainedSeriesMerge drops a
 // sample a second source repeats), then each source's log streams, then
-// each trace once with its spans of every source (copyTraces).
+// each source's traces, less the spans an earlier source held
+// (copyTraces).
 func copyStores(ctx context.Context, srcs []*storage.Substrate, dst *storage.Substrate, minT, maxT int64) (Stats, error) {
 	var st Stats
 	qs := make([]promstorage.Querier, 0, len(srcs))

@@ -31,82 +31,102 @@ func traceBounds(start, end int64) (int64, int64) {
 }
 
 // Fetch implements traceentry.Source over the blocks overlapping the
-// request's range: each block's traces that may match, the blocks with
-// the newest data first, each trace once and whole: its spans in the
-// other blocks of its partition (a trace whose spans reached two windows)
-// are added, a span two blocks hold alike (same span ID) only once. The
-// iterator holds the blocks until closed. Safe for concurrent use.
+// request's range: each block's traces that may match, the blocks'
+// answers interleaved most recent first (by a trace's latest span end, as
+// the querier interleaves its ingesters'), each trace once and whole: its
+// spans in the other blocks of its partition (a trace whose spans reached
+// two windows) are added, a span two blocks hold alike (same span ID)
+// only once. The iterator holds the blocks until closed. Safe for
+// concurrent use.
 func (r *Reader) Fetch(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error) {
 	all, release := r.acquire(math.MinInt64, math.MaxInt64)
 	mint, maxt := traceBounds(req.Start, req.End)
-	var cands []*openBlock
+	t := &blockTraces{ctx: ctx, all: all, release: release, yielded: map[traceentry.TraceID]struct{}{}, cur: -1}
 	for _, b := range all {
-		if b.meta.MaxTime >= mint && b.meta.MinTime <= maxt {
-			cands = append(cands, b)
+		if b.meta.MaxTime < mint || b.meta.MinTime > maxt {
+			continue
 		}
+		it, err := b.sub.Traces().Fetch(ctx, req)
+		if err != nil {
+			return nil, errors.Join(err, t.Close())
+		}
+		t.cands = append(t.cands, b)
+		t.its = append(t.its, it)
 	}
-	slices.SortStableFunc(cands, func(a, b *openBlock) int {
-		switch {
-		case a.meta.MaxTime > b.meta.MaxTime:
-			return -1
-		case a.meta.MaxTime < b.meta.MaxTime:
-			return 1
-		}
-		return 0
-	})
-	return &blockTraces{ctx: ctx, req: req, all: all, cands: cands, release: release, yielded: map[traceentry.TraceID]struct{}{}}, nil
+	t.heads, t.ends = make([]*traceentry.Trace, len(t.its)), make([]int64, len(t.its))
+	return t, nil
 }
 
 // blockTraces is Reader.Fetch's iterator.
 type blockTraces struct {
 	ctx     context.Context
-	req     traceentry.FetchRequest
 	all     []*openBlock // every block held, for assembling traces
-	cands   []*openBlock // the blocks searched, in order
+	cands   []*openBlock // the blocks searched
+	its     []traceentry.Iterator
+	heads   []*traceentry.Trace // per candidate: its next trace; nil when done
+	ends    []int64             // the heads' latest span ends
+	primed  bool
+	cur     int // the candidate whose head was yielded last
 	release func()
 	yielded map[traceentry.TraceID]struct{}
 
-	i   int                 // current candidate
-	it  traceentry.Iterator // its iterator; nil: not opened
-	cur *traceentry.Trace
+	out *traceentry.Trace
 	err error
+}
+
+// advance moves candidate i to its next trace not yielded yet.
+func (t *blockTraces) advance(i int) {
+	for t.its[i].Next() {
+		tr := t.its[i].At()
+		if _, done := t.yielded[tr.TraceID]; done {
+			continue
+		}
+		t.heads[i] = tr
+		_, t.ends[i] = tr.TimeRange()
+		return
+	}
+	t.heads[i] = nil
+	if err := t.its[i].Err(); err != nil && t.err == nil {
+		t.err = err
+	}
 }
 
 func (t *blockTraces) Next() bool {
 	if t.err != nil || t.release == nil {
 		return false
 	}
-	for t.i < len(t.cands) {
-		b := t.cands[t.i]
-		if t.it == nil {
-			it, err := b.sub.Traces().Fetch(t.ctx, t.req)
-			if err != nil {
-				t.err = err
-				return false
-			}
-			t.it = it
+	if !t.primed {
+		t.primed = true
+		for i := range t.its {
+			t.advance(i)
 		}
-		for t.it.Next() {
-			tr := t.it.At()
-			if _, ok := t.yielded[tr.TraceID]; ok {
-				continue
+	} else if t.cur >= 0 {
+		t.advance(t.cur)
+	}
+	for t.err == nil {
+		t.cur = -1
+		for i, h := range t.heads {
+			if h != nil && (t.cur < 0 || t.ends[i] > t.ends[t.cur]) {
+				t.cur = i
 			}
-			t.yielded[tr.TraceID] = struct{}{}
-			whole := &traceentry.Trace{TraceID: tr.TraceID, Spans: slices.Clone(tr.Spans)}
-			if err := t.complete(whole, b); err != nil {
-				t.err = err
-				return false
-			}
-			t.cur = whole
-			return true
 		}
-		err := errors.Join(t.it.Err(), t.it.Close())
-		t.it = nil
-		if err != nil {
+		if t.cur < 0 {
+			return false
+		}
+		tr := t.heads[t.cur]
+		if _, done := t.yielded[tr.TraceID]; done {
+			// Another block yielded it since this head was read.
+			t.advance(t.cur)
+			continue
+		}
+		t.yielded[tr.TraceID] = struct{}{}
+		whole := &traceentry.Trace{TraceID: tr.TraceID, Spans: slices.Clone(tr.Spans)}
+		if err := t.complete(whole, t.cands[t.cur]); err != nil {
 			t.err = err
 			return false
 		}
-		t.i++
+		t.out = whole
+		return true
 	}
 	return false
 }
@@ -129,21 +149,20 @@ func (t *blockTraces) complete(tr *traceentry.Trace, from *openBlock) error {
 	return nil
 }
 
-func (t *blockTraces) At() *traceentry.Trace { return t.cur }
+func (t *blockTraces) At() *traceentry.Trace { return t.out }
 func (t *blockTraces) Err() error            { return t.err }
 
 func (t *blockTraces) Close() error {
 	if t.release == nil {
 		return nil
 	}
-	var err error
-	if t.it != nil {
-		err = t.it.Close()
-		t.it = nil
+	var errs []error
+	for _, it := range t.its {
+		errs = append(errs, it.Close())
 	}
 	t.release()
 	t.release = nil
-	return err
+	return errors.Join(errs...)
 }
 
 // mergeSpans returns dst with the spans of src whose span ID dst lacks

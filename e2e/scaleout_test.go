@@ -713,12 +713,14 @@ remote_write:
 	})
 	t.Logf("acknowledged %d log lines through the cluster", acked)
 
-	// A window served only from the bucket: data two hours old, older than
-	// the querier's -querier.query-ingesters-within=1h, reaches the bucket
-	// through the block builder; then every ingester is killed and the
-	// querier still answers for it, as the single node does.
+	// A window served only from the bucket: data two hours old (samples,
+	// log lines and spans, one trace's spans in two windows' blocks), older
+	// than the querier's -querier.query-ingesters-within=1h, reaches the
+	// bucket through the block builder; then every ingester is killed and
+	// the querier still answers for it, as the single node does.
 	old := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 	writeOld(t, old, c.single.url(), c.dist.url())
+	writeOldTraces(t, old, 5*time.Second, c.single.url(), c.dist.url())
 	oldChecks := []struct {
 		path   string
 		params url.Values
@@ -740,7 +742,7 @@ remote_write:
 				return ch.path + " " + ch.params.Get("query") + d
 			}
 		}
-		return ""
+		return compareOldTempo(c.single.url(), c.querier.url(), old)
 	}
 	t.Run("bucket-only window", func(t *testing.T) {
 		deadline := time.Now().Add(2 * clusterTimeout)

@@ -335,12 +335,18 @@ func (b *Builder) add(ctx context.Context, f kafkalog.Fetched) error {
 			w.minT, w.maxT = min(w.minT, ms), max(w.maxT, ms)
 		}
 	}
+	for _, r := range rec.Resources {
+		for _, sp := range r.Spans {
+			w.minT, w.maxT = min(w.minT, sp.StartUnixNano/1e6), max(w.maxT, sp.EndUnixNano/1e6)
+		}
+	}
 	for {
 		res, err := w.applier.Apply(ctx, []record.Record{rec})
 		if err == nil {
 			w.stats.Samples += res.Samples
 			w.stats.Histograms += res.Histograms
 			w.stats.Entries += res.Entries
+			w.stats.Spans += res.Spans
 			return nil
 		}
 		b.logger.Error("block_builder_apply_failed", "partition", f.Partition, "err", err)
@@ -364,7 +370,7 @@ func (b *Builder) open(ctx context.Context, p int32, start, first int64) (*windo
 		return nil, fmt.Errorf("open block store: %w", err)
 	}
 	w := &window{start: start, first: first, next: first, dir: dir, sub: sub,
-		applier: &record.Applier{Metrics: sub.Metrics(), Logs: sub.Logs()}, minT: 1<<63 - 1, maxT: -1 << 63}
+		applier: &record.Applier{Metrics: sub.Metrics(), Logs: sub.Logs(), Traces: sub.Traces()}, minT: 1<<63 - 1, maxT: -1 << 63}
 	b.windows[p] = w
 	return w, nil
 }
@@ -391,12 +397,13 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 	}
 	w.stats.Series = w.sub.Index().NumStreams(index.KindMetric)
 	w.stats.Streams = w.sub.Index().NumStreams(index.KindLog)
+	w.stats.TraceStreams = w.sub.Index().NumStreams(index.KindTrace)
 	if err := w.sub.Close(); err != nil {
 		return fmt.Errorf("close block store: %w", err)
 	}
 	delete(b.windows, p)
 	defer os.RemoveAll(w.dir)
-	if w.stats.Samples+w.stats.Histograms+w.stats.Entries == 0 {
+	if w.stats.Samples+w.stats.Histograms+w.stats.Entries+w.stats.Spans == 0 {
 		w.minT, w.maxT = w.start, w.start
 	}
 	m := &Meta{Version: MetaVersion, ID: BlockID(p, w.first), Partition: p, Offsets: OffsetRange{Start: w.first, End: w.next},
@@ -431,7 +438,7 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 	b.uploaded++
 	b.mu.Unlock()
 	b.logger.Info("block_uploaded", "block", m.ID, "offsets", fmt.Sprintf("[%d,%d)", m.Offsets.Start, m.Offsets.End),
-		"samples", m.Stats.Samples, "entries", m.Stats.Entries, "bytes", m.Stats.Bytes)
+		"samples", m.Stats.Samples, "entries", m.Stats.Entries, "spans", m.Stats.Spans, "bytes", m.Stats.Bytes)
 	return nil
 }
 

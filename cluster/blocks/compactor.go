@@ -24,6 +24,8 @@ import (
 	"github.com/weftdb/weft/storage"
 	"github.com/weftdb/weft/storage/logentry"
 	"github.com/weftdb/weft/storage/logstore"
+	"github.com/weftdb/weft/storage/traceentry"
+	"github.com/weftdb/weft/storage/tracestore"
 )
 
 // DefaultCompactionRanges are the compactor's levels: a day's blocks of a
@@ -66,14 +68,15 @@ type CompactorOptions struct {
 // Compactor merges a partition's blocks of one closed time span into one
 // block, as Prometheus' and Thanos' compactors do: it downloads the
 // sources, copies every metric series (merged across them, samples in time
-// order, duplicates dropped) and log stream into a new store, uploads that
-// as a block whose meta.json names its sources, and then deletes the
-// sources. Readers stop reading a source as soon as a block that names it
-// is listed, so no answer counts data twice; a compactor that dies between
-// the upload and the deletions deletes the replaced sources on its next
-// pass, and one that dies during the upload rebuilds the same block ID.
-// Exemplars, metric metadata and traces are not copied (blocks serve none
-// of them). One compactor per partition. Start once; Stop ends it.
+// order, duplicates dropped), log stream and trace (its spans of every
+// source, duplicates dropped) into a new store, uploads that as a block
+// whose meta.json names its sources, and then deletes the sources. Readers
+// stop reading a source as soon as a block that names it is listed, so no
+// answer counts data twice; a compactor that dies between the upload and
+// the deletions deletes the replaced sources on its next pass, and one
+// that dies during the upload rebuilds the same block ID.
+// Exemplars and metric metadata are not copied (blocks serve neither).
+// One compactor per partition. Start once; Stop ends it.
 type Compactor struct {
 	opts   CompactorOptions
 	bucket Bucket
@@ -344,6 +347,7 @@ func (c *Compactor) merge(ctx context.Context, group []Meta, level int) (*Meta, 
 	stats.Records = m.Stats.Records
 	stats.Series = dst.Index().NumStreams(index.KindMetric)
 	stats.Streams = dst.Index().NumStreams(index.KindLog)
+	stats.TraceStreams = dst.Index().NumStreams(index.KindTrace)
 	if err := dst.Close(); err != nil {
 		return nil, fmt.Errorf("close merged store: %w", err)
 	}
@@ -357,7 +361,7 @@ func (c *Compactor) merge(ctx context.Context, group []Meta, level int) (*Meta, 
 	c.m.sources.Add(float64(len(group)))
 	c.m.duration.Observe(time.Since(began).Seconds())
 	c.logger.Info("blocks_compacted", "block", m.ID, "level", level, "sources", len(group),
-		"samples", m.Stats.Samples, "entries", m.Stats.Entries, "bytes", m.Stats.Bytes)
+		"samples", m.Stats.Samples, "entries", m.Stats.Entries, "spans", m.Stats.Spans, "bytes", m.Stats.Bytes)
 	return m, nil
 }
 
@@ -366,10 +370,12 @@ func (c *Compactor) storeOptions(id string) storage.Options {
 	return blockStore(c.opts.Storage, c.logger.With("block", id))
 }
 
-// copyStores copies the metric series and log streams of srcs with data
-// in [minT, maxT] (unix ms) into dst: each series once, its samples merged
-// across the sources in time order (ChainedSeriesMerge drops a sample a
-// second source repeats), then each source's log streams.
+// copyStores copies the metric series, log streams and traces of srcs with
+// data in [minT, maxT] (unix ms) into dst: each series once, its samples
+// merged across the sources in time order (ChainedSeriesMerge drops a
+// sample a second source repeats), then each source's log streams, then
+// each source's traces, less the spans an earlier source held
+// (copyTraces).
 func copyStores(ctx context.Context, srcs []*storage.Substrate, dst *storage.Substrate, minT, maxT int64) (Stats, error) {
 	var st Stats
 	qs := make([]promstorage.Querier, 0, len(srcs))
@@ -444,7 +450,101 @@ func copyStores(ctx context.Context, srcs []*storage.Substrate, dst *storage.Sub
 			return st, err
 		}
 	}
-	return st, nil
+	n, err := copyTraces(ctx, srcs, dst.Traces())
+	st.Spans = n
+	return st, err
+}
+
+// copyTraces pushes every trace of srcs into dst, source after source in
+// batches, and returns the spans copied. A trace in several sources (its
+// spans arrived in two windows) gets the spans of each; dst assembles them
+// into one trace as a single store that received them all would. A span
+// of a trace that an earlier source held already (same span ID: a record
+// replayed into both windows) is dropped. Each span keeps its stream's
+// labels.
+func copyTraces(ctx context.Context, srcs []*storage.Substrate, dst *tracestore.Store) (int, error) {
+	var (
+		batch []tracestore.ResourceSpans
+		size  int
+		n     int
+	)
+	push := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := dst.Push(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("push merged spans: %w", err)
+		}
+		n += res.Accepted
+		batch, size = batch[:0], 0
+		return nil
+	}
+	// copied are the traces of the sources before the current one: only
+	// those can have spans in dst already.
+	copied := map[traceentry.TraceID]struct{}{}
+	for _, src := range srcs {
+		var current []traceentry.TraceID
+		err := src.Traces().Export(ctx, 0, 0, func(id traceentry.TraceID, rs []tracestore.ResourceSpans) error {
+			current = append(current, id)
+			if _, ok := copied[id]; ok {
+				if err := push(); err != nil {
+					return err
+				}
+				var err error
+				if rs, err = withoutStored(ctx, dst, id, rs); err != nil {
+					return err
+				}
+			}
+			for _, r := range rs {
+				if len(r.Spans) == 0 {
+					continue
+				}
+				// The spans' attributes and resources may be kept; the
+				// slices are Export's until we return.
+				batch = append(batch, tracestore.ResourceSpans{Labels: r.Labels, Spans: slices.Clone(r.Spans)})
+				size += len(r.Spans)
+			}
+			if size >= compactBatch {
+				return push()
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("copy traces: %w", err)
+		}
+		for _, id := range current {
+			copied[id] = struct{}{}
+		}
+	}
+	return n, push()
+}
+
+// withoutStored returns rs without the spans of trace id that dst holds
+// already.
+func withoutStored(ctx context.Context, dst *tracestore.Store, id traceentry.TraceID, rs []tracestore.ResourceSpans) ([]tracestore.ResourceSpans, error) {
+	tr, err := dst.FindTraceByID(ctx, id, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("find merged trace %s: %w", id, err)
+	}
+	if tr == nil {
+		return rs, nil
+	}
+	have := make(map[traceentry.SpanID]struct{}, len(tr.Spans))
+	for i := range tr.Spans {
+		have[tr.Spans[i].SpanID] = struct{}{}
+	}
+	out := make([]tracestore.ResourceSpans, 0, len(rs))
+	for _, r := range rs {
+		kept := tracestore.ResourceSpans{Labels: r.Labels}
+		for _, sp := range r.Spans {
+			if _, dup := have[sp.SpanID]; !dup {
+				kept.Spans = append(kept.Spans, sp)
+			}
+		}
+		out = append(out, kept)
+	}
+	return out, nil
 }
 
 // copyLogs pushes every stream of src with entries in [minT, maxT] (unix

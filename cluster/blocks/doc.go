@@ -1,7 +1,7 @@
 // Package blocks holds weft's immutable blocks in object storage: the
 // block builder, which reads closed time windows of the ingest log's
 // partitions into a block (the single-node store's files: index, metric
-// chunks and log chunks of every signal, with a meta.json) and uploads it
+// chunks, log chunks and trace blocks, with a meta.json) and uploads it
 // before committing its offsets; the reader, which keeps a local copy of the
 // bucket's blocks and answers the querier's reads of windows older than the
 // ingesters'; and the buckets (S3 API through minio-go, or a directory).

@@ -42,7 +42,7 @@ type Meta struct {
 	// builder closed: [Start, End).
 	Window TimeRange `json:"window"`
 	// MinTime and MaxTime bound the data's own timestamps (unix ms;
-	// metric samples and log entries), inclusive.
+	// metric samples, log entries, span starts and ends), inclusive.
 	MinTime int64 `json:"min_time"`
 	MaxTime int64 `json:"max_time"`
 	Stats   Stats `json:"stats"`
@@ -70,13 +70,16 @@ type TimeRange struct {
 
 // Stats count a block's data.
 type Stats struct {
-	Records    int   `json:"records"`
-	Samples    int   `json:"samples"`
-	Histograms int   `json:"histograms"`
-	Entries    int   `json:"entries"`
-	Series     int   `json:"series"`
-	Streams    int   `json:"streams"`
-	Bytes      int64 `json:"bytes"` // the store files' total size
+	Records    int `json:"records"`
+	Samples    int `json:"samples"`
+	Histograms int `json:"histograms"`
+	Entries    int `json:"entries"`
+	Spans      int `json:"spans"`
+	Series     int `json:"series"`
+	Streams    int `json:"streams"` // log streams
+	// TraceStreams are the trace resources (streams of index.KindTrace).
+	TraceStreams int   `json:"trace_streams"`
+	Bytes        int64 `json:"bytes"` // the store files' total size
 }
 
 // File is one store file of a block.

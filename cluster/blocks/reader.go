@@ -42,8 +42,9 @@ type ReaderOptions struct {
 
 // Reader keeps a local copy of the bucket's complete blocks, each opened as
 // a read-only store, and reads across the blocks that overlap a query's
-// range: a storage.Queryable for metric samples, and the log reads of
-// querier.Blocks (a stream may come once per block; the querier merges).
+// range: a storage.Queryable for metric samples, the log reads of
+// querier.Blocks (a stream may come once per block; the querier merges)
+// and its trace reads (traces.go: each trace once, whole across blocks).
 // Blocks that a compacted block lists as sources are skipped. Start syncs
 // in a goroutine that Stop ends; reads are safe for concurrent use.
 type Reader struct {

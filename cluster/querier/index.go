@@ -21,7 +21,7 @@ const maxIndexEntries = 1 << 20
 // Index returns the cluster's label index as weft's investigations read
 // it (investigate.Index): the streams a selector matches, listed through
 // the fan-out (metric series from the ingesters and blocks, log streams
-// likewise, trace resources from the ingesters), under IDs of the
+// likewise, trace resources likewise), under IDs of the
 // querier's own. Safe for concurrent use.
 func (q *Querier) Index() *Index {
 	return &Index{q: q, byKey: map[string]index.ID{}, entries: map[index.ID]indexEntry{}}
@@ -77,16 +77,31 @@ func (x *Index) Postings(ctx context.Context, kind index.Kind, mint, maxt int64,
 	}
 	if kind == index.KindTrace || kind == index.KindAny {
 		// A resource's stream is on every ingester its spans reached: ask
-		// each one, the IDs merge the answers.
-		req := readapi.Request{Start: mint * 1e6, End: (maxt + 1) * 1e6, Matchers: readapi.EncodeMatchers(ms)}
-		got, missing, err := fanout(ctx, x.q, func(ctx context.Context, in *ingester, _ []int32, _ int32) ([]labels.Labels, error) {
-			return in.client.TraceStreams(ctx, req)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cluster index: trace streams: %w", err)
+		// each one (and the blocks for the range older than the split),
+		// the IDs merge the answers.
+		start, end := mint*1e6, (maxt+1)*1e6
+		sp := x.q.Traces().split(start, end)
+		var got [][]labels.Labels
+		if sp.ing {
+			req := readapi.Request{Start: sp.ingStart, End: end, Matchers: readapi.EncodeMatchers(ms)}
+			var missing []int32
+			var err error
+			got, missing, err = fanout(ctx, x.q, func(ctx context.Context, in *ingester, _ []int32, _ int32) ([]labels.Labels, error) {
+				return in.client.TraceStreams(ctx, req)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("cluster index: trace streams: %w", err)
+			}
+			if _, err := x.q.partial(ctx, missing); err != nil {
+				return nil, err
+			}
 		}
-		if _, err := x.q.partial(ctx, missing); err != nil {
-			return nil, err
+		if sp.blk {
+			ss, err := x.q.opts.Blocks.TraceStreams(ctx, start, sp.blkEnd, ms...)
+			if err != nil {
+				return nil, fmt.Errorf("cluster index: block trace streams: %w", err)
+			}
+			got = append(got, ss)
 		}
 		for _, ss := range got {
 			for _, ls := range ss {

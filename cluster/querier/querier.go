@@ -52,13 +52,14 @@ type Options struct {
 }
 
 // Blocks is the bucket's data as the querier reads it (cluster/blocks'
-// Reader): metric samples and log streams of the uploaded blocks. Its
-// Select may yield a stream more than once (once per block; the querier
-// merges), and EachStreamTotal may report a stream once per block (the
-// querier sums).
+// Reader): metric samples, log streams and traces of the uploaded blocks.
+// Its Select may yield a stream more than once (once per block; the
+// querier merges), and EachStreamTotal may report a stream once per block
+// (the querier sums).
 type Blocks interface {
 	promstorage.Queryable
 	readapi.LogSource
+	BlockTraces // traces.go
 }
 
 // Sentinels. Inspect with errors.Is.

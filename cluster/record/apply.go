@@ -26,8 +26,8 @@ type TracePusher interface {
 // Applier writes records into a store, as the single-node ingest paths
 // would have: metric samples through one appender transaction per Apply,
 // log streams through one push, trace resources through one push. A nil
-// store's records are counted as rejected (the block builder keeps no
-// traces). Safe for concurrent use if the stores are.
+// store's records are counted as rejected. Safe for concurrent use if the
+// stores are.
 type Applier struct {
 	Metrics promstorage.AppendableV2
 	Logs    LogPusher

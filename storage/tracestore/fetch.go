@@ -224,10 +224,32 @@ func (v *view) get(key []byte) ([]byte, error) {
 // every block that may hold it (within [lo, hi] when bounded, lo > hi
 // meaning every block), duplicates (a retried push, a replay) removed.
 func (v *view) assemble(id traceentry.TraceID, lo, hi int64) (*traceentry.Trace, error) {
+	tr, _, err := v.assembleStreams(id, lo, hi, false)
+	return tr, err
+}
+
+// assembleStreams is assemble that also returns, when withStreams is set,
+// the stream of each span (parallel to the trace's spans).
+func (v *view) assembleStreams(id traceentry.TraceID, lo, hi int64, withStreams bool) (*traceentry.Trace, []index.ID, error) {
 	tr := &traceentry.Trace{TraceID: id}
+	var streams []index.ID
+	add := func(spans []traceentry.Span, streamOf func(i int) index.ID) {
+		if !withStreams {
+			tr.Spans = v.appendKept(tr.Spans, spans, streamOf)
+			return
+		}
+		for i := range spans {
+			st := streamOf(i)
+			if v.keep != nil && !v.keep.Contains(uint64(st)) {
+				continue
+			}
+			tr.Spans = append(tr.Spans, spans[i])
+			streams = append(streams, st)
+		}
+	}
 	if i, ok := v.byID[id]; ok {
 		hv := &v.head[i]
-		tr.Spans = v.appendKept(tr.Spans, hv.spans, func(j int) index.ID { return hv.streams[j] })
+		add(hv.spans, func(j int) index.ID { return hv.streams[j] })
 	}
 	for _, b := range v.blocks {
 		if lo <= hi && !b.overlaps(lo, hi) {
@@ -242,25 +264,26 @@ func (v *view) assemble(id traceentry.TraceID, lo, hi int64) (*traceentry.Trace,
 		}
 		cp, err := v.page(b, pi, true)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ti, ok := cp.byID[id]
 		if !ok {
 			continue
 		}
 		t, pg := cp.pg.traces[ti], cp.pg
-		tr.Spans = v.appendKept(tr.Spans, pg.spans[t.first:t.first+t.n], func(j int) index.ID { return pg.streams[pg.spanRes[t.first+j]] })
+		add(pg.spans[t.first:t.first+t.n], func(j int) index.ID { return pg.streams[pg.spanRes[t.first+j]] })
 	}
-	tr.Spans = dedupeSpans(tr.Spans)
+	tr.Spans, streams = dedupeSpans(tr.Spans, streams)
 	v.stats.AssembledTraces++
-	return tr, nil
+	return tr, streams, nil
 }
 
 // dedupeSpans drops spans equal in ID, parent, times and name to an
-// earlier one.
-func dedupeSpans(spans []traceentry.Span) []traceentry.Span {
+// earlier one, and the same elements of streams when it is not nil
+// (parallel to spans).
+func dedupeSpans(spans []traceentry.Span, streams []index.ID) ([]traceentry.Span, []index.ID) {
 	if len(spans) < 2 {
-		return spans
+		return spans, streams
 	}
 	type key struct {
 		id, parent traceentry.SpanID
@@ -269,15 +292,22 @@ func dedupeSpans(spans []traceentry.Span) []traceentry.Span {
 	}
 	seen := make(map[key]struct{}, len(spans))
 	out := spans[:0]
-	for _, sp := range spans {
+	var outStreams []index.ID
+	if streams != nil {
+		outStreams = streams[:0]
+	}
+	for i, sp := range spans {
 		k := key{sp.SpanID, sp.ParentSpanID, sp.StartUnixNano, sp.EndUnixNano, sp.Name}
 		if _, dup := seen[k]; dup {
 			continue
 		}
 		seen[k] = struct{}{}
 		out = append(out, sp)
+		if streams != nil {
+			outStreams = append(outStreams, streams[i])
+		}
 	}
-	return out
+	return out, outStreams
 }
 
 // FindTraceByID returns every stored span of the trace, from the head and
@@ -347,6 +377,10 @@ type iterator struct {
 	lo, hi  int64 // the widened range
 	w       int64
 	yielded map[traceentry.TraceID]struct{}
+	// export: each trace is assembled from every block, with its spans'
+	// streams in curStreams (Store.Export).
+	export     bool
+	curStreams []index.ID
 
 	hi0   int // next head trace
 	bi    int // current block
@@ -377,7 +411,11 @@ func (it *iterator) Next() bool {
 		if it.err != nil || !ok {
 			return false
 		}
-		tr, err := it.v.assemble(id, start-it.w, end+it.w)
+		lo, hi := start-it.w, end+it.w
+		if it.export {
+			lo, hi = 1, 0 // every block
+		}
+		tr, streams, err := it.v.assembleStreams(id, lo, hi, it.export)
 		if err != nil {
 			it.err = err
 			return false
@@ -386,7 +424,7 @@ func (it *iterator) Next() bool {
 		if len(tr.Spans) == 0 {
 			continue // another tenant's trace
 		}
-		it.cur = tr
+		it.cur, it.curStreams = tr, streams
 		return true
 	}
 }

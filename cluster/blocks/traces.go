@@ -1,0 +1,253 @@
+package blocks
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/storage/traceentry"
+	"github.com/weftdb/weft/storage/tracestore"
+)
+
+// traceWindow is how far apart in time the spans of one trace are looked
+// for when choosing the blocks a search reads: the trace store's default
+// TraceWindow, which the blocks' stores use.
+var traceWindow = tracestore.DefaultOptions().TraceWindow.Nanoseconds()
+
+// traceBounds returns the ms range of the blocks a trace read of [start,
+// end] (unix ns; end 0 unbounded) may need, widened by traceWindow.
+func traceBounds(start, end int64) (int64, int64) {
+	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
+	if start > math.MinInt64+traceWindow {
+		mint = (start - traceWindow) / 1e6
+	}
+	if end != 0 && end < math.MaxInt64-traceWindow {
+		maxt = (end + traceWindow) / 1e6
+	}
+	return mint, maxt
+}
+
+// Fetch implements traceentry.Source over the blocks overlapping the
+// request's range: each block's traces that may match, the blocks'
+// answers interleaved most recent first (by a trace's latest span end, as
+// the querier interleaves its ingesters'), each trace once and whole: its
+// spans in the other blocks of its partition (a trace whose spans reached
+// two windows) are added, a span two blocks hold alike (same span ID)
+// only once. The iterator holds the blocks until closed. Safe for
+// concurrent use.
+func (r *Reader) Fetch(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error) {
+	all, release := r.acquire(math.MinInt64, math.MaxInt64)
+	mint, maxt := traceBounds(req.Start, req.End)
+	t := &blockTraces{ctx: ctx, all: all, release: release, yielded: map[traceentry.TraceID]struct{}{}, cur: -1}
+	for _, b := range all {
+		if b.meta.MaxTime < mint || b.meta.MinTime > maxt {
+			continue
+		}
+		it, err := b.sub.Traces().Fetch(ctx, req)
+		if err != nil {
+			return nil, errors.Join(err, t.Close())
+		}
+		t.cands = append(t.cands, b)
+		t.its = append(t.its, it)
+	}
+	t.heads, t.ends = make([]*traceentry.Trace, len(t.its)), make([]int64, len(t.its))
+	return t, nil
+}
+
+// blockTraces is Reader.Fetch's iterator.
+type blockTraces struct {
+	ctx     context.Context
+	all     []*openBlock // every block held, for assembling traces
+	cands   []*openBlock // the blocks searched
+	its     []traceentry.Iterator
+	heads   []*traceentry.Trace // per candidate: its next trace; nil when done
+	ends    []int64             // the heads' latest span ends
+	primed  bool
+	cur     int // the candidate whose head was yielded last
+	release func()
+	yielded map[traceentry.TraceID]struct{}
+
+	out *traceentry.Trace
+	err error
+}
+
+// advance moves candidate i to its next trace not yielded yet.
+func (t *blockTraces) advance(i int) {
+	for t.its[i].Next() {
+		tr := t.its[i].At()
+		if _, done := t.yielded[tr.TraceID]; done {
+			continue
+		}
+		t.heads[i] = tr
+		_, t.ends[i] = tr.TimeRange()
+		return
+	}
+	t.heads[i] = nil
+	if err := t.its[i].Err(); err != nil && t.err == nil {
+		t.err = err
+	}
+}
+
+func (t *blockTraces) Next() bool {
+	if t.err != nil || t.release == nil {
+		return false
+	}
+	if !t.primed {
+		t.primed = true
+		for i := range t.its {
+			t.advance(i)
+		}
+	} else if t.cur >= 0 {
+		t.advance(t.cur)
+	}
+	for t.err == nil {
+		t.cur = -1
+		for i, h := range t.heads {
+			if h != nil && (t.cur < 0 || t.ends[i] > t.ends[t.cur]) {
+				t.cur = i
+			}
+		}
+		if t.cur < 0 {
+			return false
+		}
+		tr := t.heads[t.cur]
+		if _, done := t.yielded[tr.TraceID]; done {
+			// Another block yielded it since this head was read.
+			t.advance(t.cur)
+			continue
+		}
+		t.yielded[tr.TraceID] = struct{}{}
+		whole := &traceentry.Trace{TraceID: tr.TraceID, Spans: slices.Clone(tr.Spans)}
+		if err := t.complete(whole, t.cands[t.cur]); err != nil {
+			t.err = err
+			return false
+		}
+		t.out = whole
+		return true
+	}
+	return false
+}
+
+// complete adds to tr the spans of its trace in the blocks of from's
+// partition other than from.
+func (t *blockTraces) complete(tr *traceentry.Trace, from *openBlock) error {
+	for _, b := range t.all {
+		if b == from || b.meta.Partition != from.meta.Partition {
+			continue
+		}
+		more, err := b.sub.Traces().FindTraceByID(t.ctx, tr.TraceID, 0, 0)
+		if err != nil {
+			return err
+		}
+		if more != nil {
+			tr.Spans = mergeSpans(tr.Spans, more.Spans)
+		}
+	}
+	return nil
+}
+
+func (t *blockTraces) At() *traceentry.Trace { return t.out }
+func (t *blockTraces) Err() error            { return t.err }
+
+func (t *blockTraces) Close() error {
+	if t.release == nil {
+		return nil
+	}
+	var errs []error
+	for _, it := range t.its {
+		errs = append(errs, it.Close())
+	}
+	t.release()
+	t.release = nil
+	return errors.Join(errs...)
+}
+
+// mergeSpans returns dst with the spans of src whose span ID dst lacks
+// appended: the spans of one trace read from two places (two blocks, a
+// block and an ingester), each once.
+func mergeSpans(dst, src []traceentry.Span) []traceentry.Span {
+	have := make(map[traceentry.SpanID]struct{}, len(dst))
+	for i := range dst {
+		have[dst[i].SpanID] = struct{}{}
+	}
+	for _, sp := range src {
+		if _, dup := have[sp.SpanID]; !dup {
+			have[sp.SpanID] = struct{}{}
+			dst = append(dst, sp)
+		}
+	}
+	return dst
+}
+
+// FindTraceByID returns the spans of trace id in the blocks (overlapping
+// [start, end] unix ns when start < end), merged into one trace, or nil
+// when no block holds it. Safe for concurrent use.
+func (r *Reader) FindTraceByID(ctx context.Context, id traceentry.TraceID, start, end int64) (*traceentry.Trace, error) {
+	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
+	if start < end {
+		mint, maxt = traceBounds(start, end)
+	}
+	bs, release := r.acquire(mint, maxt)
+	defer release()
+	var out *traceentry.Trace
+	for _, b := range bs {
+		tr, err := b.sub.Traces().FindTraceByID(ctx, id, start, end)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case tr == nil:
+		case out == nil:
+			out = tr
+		default:
+			out.Spans = mergeSpans(out.Spans, tr.Spans)
+		}
+	}
+	return out, nil
+}
+
+// TagNames returns the union of the span and resource attribute names of
+// the blocks' traces with spans in [start, end] (unix ns; end 0
+// unbounded). Safe for concurrent use.
+func (r *Reader) TagNames(ctx context.Context, start, end int64) (span, resource []string, err error) {
+	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
+	if start > 0 {
+		mint = start / 1e6
+	}
+	if end != 0 {
+		maxt = end / 1e6
+	}
+	bs, release := r.acquire(mint, maxt)
+	defer release()
+	for _, b := range bs {
+		s, rs, err := b.sub.Traces().TagNames(ctx, start, end)
+		if err != nil {
+			return nil, nil, err
+		}
+		span, resource = append(span, s...), append(resource, rs...)
+	}
+	slices.Sort(span)
+	slices.Sort(resource)
+	return slices.Compact(span), slices.Compact(resource), nil
+}
+
+// TraceStreams returns the label sets of the blocks' trace streams
+// (resources) matching ms with spans in [start, end] (unix ns), sorted,
+// each once. Safe for concurrent use.
+func (r *Reader) TraceStreams(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
+	bs, release := r.acquire(nsToMs(start, end))
+	defer release()
+	var out []labels.Labels
+	for _, b := range bs {
+		ss, err := b.sub.Traces().Streams(ctx, start, end, ms...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss...)
+	}
+	slices.SortFunc(out, labels.Compare)
+	return slices.CompactFunc(out, labels.Equal), nil
+}

@@ -114,8 +114,10 @@ func TestTailStreamsPartitions(t *testing.T) {
 			t.Fatalf("stored %d dropped %d of 10500", stored, dropped)
 		}
 	}
-	if stored != 10000 || dropped != 500 {
-		t.Errorf("stored %d, dropped %d; want 10000, 500", stored, dropped)
+	// The feed queues at most 10,000 entries, less those of the last
+	// message if it has not released them yet.
+	if stored > 10000 || stored < 9900 || dropped != 10500-stored {
+		t.Errorf("stored %d, dropped %d; want about 10000 and the rest of 10500", stored, dropped)
 	}
 
 	bc.Close()

@@ -3,11 +3,18 @@ package querier
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/cluster/readapi"
+	"github.com/weftdb/weft/index"
 )
 
 // Bounds of TSDBStatus.
@@ -156,4 +163,90 @@ func top(m map[string]uint64, limit int) []Stat {
 		out = out[:limit]
 	}
 	return out
+}
+
+// Churn implements the cardinality explorer's churn over the ingesters
+// (one per partition): series are disjoint across partitions, so the
+// series created per hour and the series active, created and ended per
+// index partition are summed. A count some ingester does not know (its
+// index began later) is unknown in the sum; an hour only some ingesters
+// report is the sum of theirs. A range the ingesters refuse is
+// index.ErrChurnRange.
+func (q *Querier) Churn(ctx context.Context, mint, maxt int64, sets ...[]*labels.Matcher) (index.Churn, error) {
+	form := url.Values{"start": {formatMs(mint)}, "end": {formatMs(maxt)}}
+	for _, ms := range sets {
+		form.Add("match[]", selector(ms))
+	}
+	type hour struct {
+		Start   int64  `json:"start"` // unix seconds
+		Created uint64 `json:"created"`
+	}
+	type part struct {
+		Start   int64   `json:"start"` // unix seconds
+		End     int64   `json:"end"`
+		Active  uint64  `json:"active"`
+		Created *uint64 `json:"created"` // null: not known
+		Ended   *uint64 `json:"ended"`   // null: the newest partition
+	}
+	type answer struct {
+		Hours      []hour `json:"hours"`
+		Partitions []part `json:"partitions"`
+	}
+	got, missing, err := fanout(ctx, q, func(ctx context.Context, in *ingester, _ []int32, _ int32) (answer, error) {
+		var a answer
+		err := q.promGet(ctx, in.base, "/weft/api/v1/cardinality/churn", form, &a)
+		return a, err
+	})
+	if errors.Is(err, readapi.ErrBadRequest) {
+		return index.Churn{}, fmt.Errorf("%w: %w", index.ErrChurnRange, err)
+	}
+	if err != nil {
+		return index.Churn{}, err
+	}
+	if _, err := q.partial(ctx, missing); err != nil {
+		return index.Churn{}, err
+	}
+	hours := map[int64]uint64{}
+	type key struct{ start, end int64 }
+	parts := map[key]*index.PartitionChurn{}
+	for _, a := range got {
+		for _, h := range a.Hours {
+			hours[h.Start*1000] += h.Created
+		}
+		for _, p := range a.Partitions {
+			k := key{p.Start * 1000, p.End * 1000}
+			m := parts[k]
+			if m == nil {
+				m = &index.PartitionChurn{Start: k.start, End: k.end, CreatedKnown: true, EndedKnown: true}
+				parts[k] = m
+			}
+			m.Active += p.Active
+			if p.Created == nil {
+				m.CreatedKnown = false
+			} else {
+				m.Created += *p.Created
+			}
+			if p.Ended == nil {
+				m.EndedKnown = false
+			} else {
+				m.Ended += *p.Ended
+			}
+		}
+	}
+	var out index.Churn
+	for start, n := range hours {
+		out.Hours = append(out.Hours, index.HourChurn{Start: start, Created: n})
+	}
+	slices.SortFunc(out.Hours, func(a, b index.HourChurn) int { return cmp.Compare(a.Start, b.Start) })
+	for _, p := range parts {
+		if !p.CreatedKnown {
+			p.Created = 0
+		}
+		if !p.EndedKnown {
+			p.Ended = 0
+		}
+		out.Partitions = append(out.Partitions, *p)
+	}
+	slices.SortFunc(out.Partitions, func(a, b index.PartitionChurn) int { return cmp.Compare(a.Start, b.Start) })
+	return out, nil
 }

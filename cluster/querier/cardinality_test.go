@@ -3,10 +3,17 @@ package querier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/weftdb/weft/api"
+	"github.com/weftdb/weft/index"
 )
 
 // TestTSDBStatusMatchesSingleNode: status/tsdb merged over the ingesters
@@ -86,3 +93,41 @@ func sortedStats(ss []Stat) []Stat {
 }
 
 func sameStats(a, b []Stat) bool { return slices.Equal(sortedStats(a), sortedStats(b)) }
+
+// TestChurnMatchesSingleNode: churn summed over the ingesters (partition
+// 0's replica counted once) equals a single node's, hour by hour and
+// partition by partition, for every series and for a selector.
+func TestChurnMatchesSingleNode(t *testing.T) {
+	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	single := newNode(t, nil)
+	p0a, p0b, p1 := newNode(t, []int32{0}), newNode(t, []int32{0}), newNode(t, []int32{1})
+	fill(t, base, single, map[int32][]*node{0: {p0a, p0b}, 1: {p1}})
+	q, err := New(Options{Ingesters: []string{p0a.srv.URL, p0b.srv.URL, p1.srv.URL}, TotalPartitions: total, StatusInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Start(context.Background())
+	t.Cleanup(q.Stop)
+	ctx := context.Background()
+	mint, maxt := base.Add(-2*time.Hour).UnixMilli(), time.Now().UnixMilli()
+	for _, sets := range [][][]*labels.Matcher{nil, {{labels.MustNewMatcher(labels.MatchEqual, "host", "n1")}}} {
+		want, err := api.StoreCardinality{DB: single.sub.Metrics()}.Churn(ctx, mint, maxt, sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.Churn(ctx, mint, maxt, sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created uint64
+		for _, h := range want.Hours {
+			created += h.Created
+		}
+		if created == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("churn of %v:\n querier %+v\n single  %+v", sets, got, want)
+		}
+	}
+	if _, err := q.Churn(ctx, maxt, mint); !errors.Is(err, index.ErrChurnRange) {
+		t.Errorf("churn of an inverted range: %v, want ErrChurnRange", err)
+	}
+}

@@ -74,7 +74,8 @@ func apiHandler(t *testing.T, st api.Storage, logs api.LogStore, traces api.Trac
 		o.Metadata = md
 	}
 	if db, ok := st.(*storage.DB); ok {
-		o.Cardinality = api.StoreCardinality{DB: db}
+		card := api.StoreCardinality{DB: db}
+		o.Cardinality, o.Churn = card, card
 	}
 	o.Handlers = extra
 	s, err := api.New(o)

@@ -263,7 +263,7 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		aopts.Metadata = q
 		aopts.Logs = q.Logs()
 		aopts.Loki.Tailer = q.Logs() // tail streams from the ingesters
-		aopts.Cardinality = querierCardinality{q}
+		aopts.Cardinality, aopts.Churn = querierCardinality{q}, q
 		aopts.Traces = q.Traces()
 		if sink != nil {
 			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs()}

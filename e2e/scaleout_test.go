@@ -109,6 +109,9 @@ type scaleCluster struct {
 	s3Addr    string
 	// rulesFile holds clusterRules; querierCfg is the querier's -config.
 	rulesFile, querierCfg string
+	// tmp is the cluster's directory; querierArgs start another querier.
+	tmp         string
+	querierArgs []string
 }
 
 // S3 credentials of the test's versitygw.
@@ -198,9 +201,10 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 	if err := os.WriteFile(c.querierCfg, []byte("rule_files: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	c.tmp = tmp
+	c.querierArgs = slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ",")}, kafka, noOTLP)
 	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: holdAddr(t),
-		args: slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ","), "-config", c.querierCfg,
-			"-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, kafka, bucket, noOTLP)}
+		args: slices.Concat(c.querierArgs, []string{"-config", c.querierCfg, "-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, bucket)}
 	for _, r := range append([]*role{c.single, c.dist, c.builder, c.querier}, c.ingesters...) {
 		r.start(t, true)
 	}
@@ -679,6 +683,7 @@ remote_write:
 			t.Fatalf("alerts API: %s, %v", firing.Data, err)
 		}
 	})
+	t.Run("rule groups shared by two queriers", func(t *testing.T) { checkRuleSharding(t, c) })
 	t.Run("tail", func(t *testing.T) { checkClusterTail(t, c) })
 
 	// SIGKILL the only ingester of partition 1 while writes go on.

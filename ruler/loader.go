@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,7 @@ type loader struct {
 	promql parser.Parser
 	logger *slog.Logger
 	lang   map[string]Language // file → language; absent means PromQL
+	shard  func(file, group string) bool
 }
 
 // Load parses and validates one rule file: rulefmt's own checks (fields,
@@ -62,6 +64,9 @@ func (l *loader) Load(file string, ignoreUnknownFields bool, scheme model.Valida
 		p = logqlParser{l.promql}
 	}
 	rgs, errs := rulefmt.ParseFile(file, ignoreUnknownFields, scheme, p, l.logger)
+	if len(errs) == 0 && l.shard != nil {
+		rgs.Groups = slices.DeleteFunc(rgs.Groups, func(g rulefmt.RuleGroup) bool { return !l.shard(file, g.Name) })
+	}
 	if len(errs) > 0 || lang != LogQL {
 		return rgs, errs
 	}

@@ -98,6 +98,12 @@ type Options struct {
 	InvestigateTimeout       time.Duration
 	MaxInvestigationsPerEval int
 
+	// Shard, when set, picks the rule groups this ruler evaluates by their
+	// file and name: the files are still read and checked whole, the other
+	// groups are left to other rulers (a scale-out querier's share of the
+	// cluster's groups). Call Reshard when its answers change. nil
+	// evaluates every group.
+	Shard func(file, group string) bool
 	// Logger receives the manager's and the notifier's messages; nil
 	// discards them.
 	Logger *slog.Logger

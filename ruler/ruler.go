@@ -88,7 +88,7 @@ func New(opts Options) (*Ruler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Ruler{
 		opts:      opts,
-		loader:    &loader{promql: query.NewParser(), logger: opts.Logger, lang: map[string]Language{}},
+		loader:    &loader{promql: query.NewParser(), logger: opts.Logger, lang: map[string]Language{}, shard: opts.Shard},
 		promQuery: rules.EngineQueryFunc(opts.Engine, opts.Queryable),
 		logQuery:  logqlQueryFunc(opts.Logs),
 		ctx:       ctx,
@@ -126,6 +126,20 @@ func (r *Ruler) query(ctx context.Context, q string, t time.Time) (promql.Vector
 func (r *Ruler) ApplyConfig(cfg Config) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.applyLocked(cfg)
+}
+
+// Reshard applies the configuration in force again, so that the groups
+// Options.Shard picks now are the ones evaluated: a group gained starts
+// (restoring its alerts' for state from ALERTS_FOR_STATE), a group lost
+// stops.
+func (r *Ruler) Reshard() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applyLocked(r.cfg)
+}
+
+func (r *Ruler) applyLocked(cfg Config) error {
 	if r.state.Load() == 2 {
 		return errors.New("ruler stopped")
 	}

@@ -30,6 +30,7 @@ type clusterConfig struct {
 		Ingesters            *[]string `yaml:"ingesters"`
 		QueryIngestersWithin *duration `yaml:"query_ingesters_within"`
 		DenyPartialResponse  *bool     `yaml:"deny_partial_response"`
+		RuleSharding         *bool     `yaml:"rule_sharding"`
 	} `yaml:"querier"`
 	Blocks struct {
 		Backend      *string   `yaml:"backend"`
@@ -74,6 +75,7 @@ func (c *clusterConfig) bind(b binder, co *app.ClusterOptions) {
 	bindVal(b, &co.Querier.Ingesters, &c.Querier.Ingesters)
 	bindDur(b, &co.Querier.QueryIngestersWithin, &c.Querier.QueryIngestersWithin)
 	bindVal(b, &co.Querier.DenyPartialResponse, &c.Querier.DenyPartialResponse)
+	bindVal(b, &co.Querier.RuleSharding, &c.Querier.RuleSharding)
 	bk, s3 := &c.Blocks, &co.Blocks.S3
 	bindVal(b, &co.Blocks.Backend, &bk.Backend)
 	bindVal(b, &co.Blocks.Dir, &bk.Dir)
@@ -122,7 +124,7 @@ type clusterFlags struct {
 	target, brokers, topic, partitions, ingesterID, ingesters *string
 	totalPartitions                                           *int
 	produceTimeout, maxLag, queryIngestersWithin              *time.Duration
-	denyPartial                                               *bool
+	denyPartial, ruleSharding                                 *bool
 	backend, blocksDir, s3Endpoint, s3Bucket, s3Region        *string
 	s3Insecure                                                *bool
 	syncInterval, window, grace, blocksRetention, compaction  *time.Duration
@@ -141,7 +143,9 @@ func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags 
 		ingesters:       fs.String("querier.ingesters", strings.Join(d.Querier.Ingesters, ","), "querier: base URLs of the ingesters, http://host:port,..."),
 		queryIngestersWithin: fs.Duration("querier.query-ingesters-within", d.Querier.QueryIngestersWithin,
 			"querier: read the ingesters for data newer than this and the bucket's blocks for older data; 0 reads everything from the ingesters"),
-		denyPartial:  fs.Bool("deny-partial-response", d.Querier.DenyPartialResponse, "querier: fail a query that some partition could not answer instead of answering without it (flagged)"),
+		denyPartial: fs.Bool("deny-partial-response", d.Querier.DenyPartialResponse, "querier: fail a query that some partition could not answer instead of answering without it (flagged)"),
+		ruleSharding: fs.Bool("querier.rule-sharding", d.Querier.RuleSharding,
+			"querier with rule files: share the rule groups with the other queriers that set it (same rule files), each group on one, moving to the others when one stops (a lease on the ingest topic, consumer group weft-ruler)"),
 		backend:      fs.String("blocks.backend", d.Blocks.Backend, "bucket of the blocks (block builder, querier): s3 or filesystem; empty: none"),
 		blocksDir:    fs.String("blocks.dir", d.Blocks.Dir, "filesystem bucket: its directory"),
 		s3Endpoint:   fs.String("blocks.s3.endpoint", d.Blocks.S3.Endpoint, "S3 bucket: host:port of the S3 API; credentials from cluster.blocks.s3 in -config or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"),
@@ -203,6 +207,9 @@ func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
 	}
 	if set["deny-partial-response"] {
 		co.Querier.DenyPartialResponse = *f.denyPartial
+	}
+	if set["querier.rule-sharding"] {
+		co.Querier.RuleSharding = *f.ruleSharding
 	}
 	for name, v := range map[string]struct{ dst, src *string }{"blocks.backend": {&co.Blocks.Backend, f.backend}, "blocks.dir": {&co.Blocks.Dir, f.blocksDir},
 		"blocks.s3.endpoint": {&co.Blocks.S3.Endpoint, f.s3Endpoint}, "blocks.s3.bucket": {&co.Blocks.S3.Bucket, f.s3Bucket}, "blocks.s3.region": {&co.Blocks.S3.Region, f.s3Region}} {

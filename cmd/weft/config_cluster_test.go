@@ -41,6 +41,7 @@ cluster:
     ingesters: [http://i0:9338]
     query_ingesters_within: 2h
     deny_partial_response: true
+    rule_sharding: true
   blocks:
     backend: s3
     sync_interval: 5s
@@ -63,7 +64,7 @@ cluster:
 	if !reflect.DeepEqual(c.Ingester.Partitions, []int32{2, 3}) || c.Ingester.ID != "ing-a" || c.Ingester.MaxLag != time.Minute {
 		t.Errorf("ingester: %+v", c.Ingester)
 	}
-	if !reflect.DeepEqual(c.Querier.Ingesters, []string{"http://i0:9338"}) || c.Querier.QueryIngestersWithin != 2*time.Hour || !c.Querier.DenyPartialResponse {
+	if !reflect.DeepEqual(c.Querier.Ingesters, []string{"http://i0:9338"}) || c.Querier.QueryIngestersWithin != 2*time.Hour || !c.Querier.DenyPartialResponse || !c.Querier.RuleSharding {
 		t.Errorf("querier: %+v", c.Querier)
 	}
 

@@ -267,8 +267,15 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		// Each tenant's rules run as that tenant (ruler/tenants.go).
 		ro.Ruler.MultiTenant = opts.Tenancy.Enabled
+		shard := role.rules.sharding()
+		if shard != nil {
+			ro.Ruler.Shard = shard.owns
+		}
 		if rules, err = newRules(ro, rstore, aopts.Engine, logql.NewEngine(rlogs, opts.LogQL), reg, logger); err != nil {
 			return nil, err
+		}
+		if shard != nil {
+			shard.reshard = rules.ruler.Reshard
 		}
 		defer func() {
 			if err != nil {

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 	promstorage "github.com/prometheus/prometheus/storage"
@@ -226,8 +228,12 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 	// querier that knows the brokers runs a ruler (rule files may come
 	// with a reload); one that does not refuses rule files.
 	var sink *kafkalog.Sink
+	var shard *ruleShard
 	if hasRules(opts.Rules) && len(c.Kafka.Brokers) == 0 {
 		return errors.New("rule files on a querier need -kafka.brokers: what rules record goes through the ingest log")
+	}
+	if c.Querier.RuleSharding && len(c.Kafka.Brokers) == 0 {
+		return errors.New("-querier.rule-sharding needs -kafka.brokers: the queriers share the groups through a lease on the ingest topic")
 	}
 	if len(c.Kafka.Brokers) > 0 {
 		n, p, err := partitionCount(ctx, c)
@@ -236,6 +242,11 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		}
 		r.closers = append(r.closers, p.Close)
 		sink = kafkalog.NewSink(p, n, c.Kafka.MaxRecordBytes)
+		// Queriers with rule sharding share the groups through a lease on
+		// the topic's partitions (ruleShard).
+		if c.Querier.RuleSharding {
+			shard = &ruleShard{total: n, logger: logger.With("component", "ruler shard")}
+		}
 	}
 	var q *querier.Querier
 	var br *blocks.Reader
@@ -266,7 +277,7 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		aopts.Cardinality, aopts.Churn = querierCardinality{q}, q
 		aopts.Traces = q.Traces()
 		if sink != nil {
-			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs()}
+			r.rules = &clusterRules{st: ruleStore{app: sink, q: q}, logs: q.Logs(), shard: shard}
 		}
 		// Investigations read the cluster through the querier and keep
 		// their incidents in the cluster's logs through the ingest log.
@@ -294,6 +305,13 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 			}
 		}
 		q.Start(ctx)
+		if shard != nil {
+			lease, err := kafkalog.NewLease(c.Kafka, rulerLeaseGroup, 0, shard.update)
+			if err != nil {
+				return fmt.Errorf("ruler lease: %w", err)
+			}
+			r.closers = append(r.closers, lease.Close)
+		}
 		return nil
 	}
 	// Ready once it can plan (it knows the partitions); a missing
@@ -369,10 +387,66 @@ func (r *role) blockBuilder(ctx context.Context, c ClusterOptions, opts *Options
 	return nil
 }
 
-// clusterRules is what a querier's rules read and write.
+// clusterRules is what a querier's rules read and write, and the share of
+// the groups it evaluates (nil: every group).
 type clusterRules struct {
-	st   ruleStore
-	logs logql.Source
+	st    ruleStore
+	logs  logql.Source
+	shard *ruleShard
+}
+
+// rulerLeaseGroup is the consumer group through which ruling queriers
+// share the rule groups.
+const rulerLeaseGroup = "weft-ruler"
+
+// ruleShard is a ruling querier's share of the rule groups: a group
+// belongs to partition XXH64(file's base name, group name) mod the
+// topic's partitions, and the querier evaluates the groups of the
+// partitions its lease (kafkalog.Lease, group weft-ruler) holds. Every
+// ruling querier loads the same files; the brokers give each partition to
+// one live member, so each group runs on one querier, and the groups of a
+// querier that stops move to the others (at once when it leaves, after
+// the session timeout when it dies). Until its first assignment a querier
+// evaluates nothing.
+type ruleShard struct {
+	total  int32
+	logger *slog.Logger
+	held   atomic.Pointer[map[int32]bool]
+	// reshard applies a change of the held partitions (the ruler's
+	// Reshard); set once the ruler exists, before the lease starts.
+	reshard func() error
+}
+
+// sharding returns the querier's rule shard; nil for every group.
+func (c *clusterRules) sharding() *ruleShard {
+	if c == nil {
+		return nil
+	}
+	return c.shard
+}
+
+func (s *ruleShard) owns(file, group string) bool {
+	h := s.held.Load()
+	if h == nil {
+		return false
+	}
+	return (*h)[int32(xxhash.Sum64String(filepath.Base(file)+"\x00"+group)%uint64(s.total))]
+}
+
+// update is the lease's onChange.
+func (s *ruleShard) update(held []int32) {
+	m := make(map[int32]bool, len(held))
+	for _, p := range held {
+		m[p] = true
+	}
+	s.held.Store(&m)
+	s.logger.Info("ruler_shard_changed", "partitions", held, "of", s.total)
+	if s.reshard == nil {
+		return
+	}
+	if err := s.reshard(); err != nil {
+		s.logger.Warn("ruler_reshard_failed", "err", err)
+	}
 }
 
 func hasRules(o RulesOptions) bool {

@@ -130,6 +130,11 @@ type QuerierOptions struct {
 	QueryIngestersWithin time.Duration
 	// DenyPartialResponse refuses answers some partition is missing from.
 	DenyPartialResponse bool
+	// RuleSharding shares the rule groups among the queriers that set it
+	// (they load the same rule files): each group runs on one of them, and
+	// a querier that stops hands its groups to the others (ruleShard).
+	// Without it a querier evaluates every group: run one such.
+	RuleSharding bool
 }
 
 // DefaultClusterOptions returns the defaults: the single node.

@@ -16,13 +16,13 @@ import (
 	"github.com/weftdb/weft/index"
 )
 
-// TestTSDBStatusMatchesSingleNode: status/tsdb merged over the ingesters
-// (partition 0 has a replica, counted once) equals a single node's fed the
-// same data: series in total, per metric name and per label pair, values
-// per label name, the time range.
-func TestTSDBStatusMatchesSingleNode(t *testing.T) {
-	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
-	single := newNode(t, nil)
+// replicatedCluster is fill's data in a single node and in ingesters of
+// partition 0 (two: a replica) and 1, and a started querier of those; base
+// is the data's start.
+func replicatedCluster(t *testing.T) (single *node, q *Querier, base time.Time) {
+	t.Helper()
+	base = time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	single = newNode(t, nil)
 	p0a, p0b, p1 := newNode(t, []int32{0}), newNode(t, []int32{0}), newNode(t, []int32{1})
 	fill(t, base, single, map[int32][]*node{0: {p0a, p0b}, 1: {p1}})
 	q, err := New(Options{Ingesters: []string{p0a.srv.URL, p0b.srv.URL, p1.srv.URL}, TotalPartitions: total, StatusInterval: time.Hour})
@@ -31,6 +31,15 @@ func TestTSDBStatusMatchesSingleNode(t *testing.T) {
 	}
 	q.Start(context.Background())
 	t.Cleanup(q.Stop)
+	return single, q, base
+}
+
+// TestTSDBStatusMatchesSingleNode: status/tsdb merged over the ingesters
+// (partition 0 has a replica, counted once) equals a single node's fed the
+// same data: series in total, per metric name and per label pair, values
+// per label name, the time range.
+func TestTSDBStatusMatchesSingleNode(t *testing.T) {
+	single, q, _ := replicatedCluster(t)
 
 	resp, err := http.Get(single.srv.URL + "/api/v1/status/tsdb?limit=1000")
 	if err != nil {
@@ -98,16 +107,7 @@ func sameStats(a, b []Stat) bool { return slices.Equal(sortedStats(a), sortedSta
 // 0's replica counted once) equals a single node's, hour by hour and
 // partition by partition, for every series and for a selector.
 func TestChurnMatchesSingleNode(t *testing.T) {
-	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
-	single := newNode(t, nil)
-	p0a, p0b, p1 := newNode(t, []int32{0}), newNode(t, []int32{0}), newNode(t, []int32{1})
-	fill(t, base, single, map[int32][]*node{0: {p0a, p0b}, 1: {p1}})
-	q, err := New(Options{Ingesters: []string{p0a.srv.URL, p0b.srv.URL, p1.srv.URL}, TotalPartitions: total, StatusInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Start(context.Background())
-	t.Cleanup(q.Stop)
+	single, q, base := replicatedCluster(t)
 	ctx := context.Background()
 	mint, maxt := base.Add(-2*time.Hour).UnixMilli(), time.Now().UnixMilli()
 	for _, sets := range [][][]*labels.Matcher{nil, {{labels.MustNewMatcher(labels.MatchEqual, "host", "n1")}}} {

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -269,10 +270,10 @@ func plan(metas []Meta, level int, r, closedBefore int64) [][]Meta {
 		if len(g) < 2 {
 			continue
 		}
-		slices.SortFunc(g, func(a, b Meta) int { return compareIDs(a.ID, b.ID) })
+		slices.SortFunc(g, func(a, b Meta) int { return cmp.Compare(a.ID, b.ID) })
 		out = append(out, g)
 	}
-	slices.SortFunc(out, func(a, b []Meta) int { return compareIDs(a[0].ID, b[0].ID) })
+	slices.SortFunc(out, func(a, b []Meta) int { return cmp.Compare(a[0].ID, b[0].ID) })
 	return out
 }
 
@@ -348,12 +349,17 @@ func (c *Compactor) merge(ctx context.Context, group []Meta, level int) (*Meta, 
 	stats.Series = dst.Index().NumStreams(index.KindMetric)
 	stats.Streams = dst.Index().NumStreams(index.KindLog)
 	stats.TraceStreams = dst.Index().NumStreams(index.KindTrace)
+	idsPath := traceIDsPath(out)
+	if m.TraceIDs, err = writeTraceIDs(ctx, dst, idsPath); err != nil {
+		_ = dst.Close()
+		return nil, err
+	}
 	if err := dst.Close(); err != nil {
 		return nil, fmt.Errorf("close merged store: %w", err)
 	}
 	m.Stats = stats
 	m.Created = time.Now().UTC()
-	if err := upload(ctx, c.bucket, out, m); err != nil {
+	if err := upload(ctx, c.bucket, out, m, idsPath); err != nil {
 		return nil, fmt.Errorf("upload %s: %w", m.ID, err)
 	}
 	c.metas[m.ID] = *m

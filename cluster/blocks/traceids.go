@@ -28,7 +28,7 @@ const (
 	traceIDsVersion = 1
 	traceIDsHeader  = 16 // magic, version, probes, 2 reserved, count
 	// traceIDsBitsPerID and traceIDsProbes give a false-positive rate
-	// near 0.5% at 1.25 bytes per trace ID: a miss costs one needless
+	// near 0.8% at 1.25 bytes per trace ID: a false positive costs one needless
 	// block download, and the filters of every block stay in memory.
 	traceIDsBitsPerID = 10
 	traceIDsProbes    = 7

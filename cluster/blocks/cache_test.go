@@ -443,3 +443,102 @@ func FuzzDecodeTraceIDFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderCompactedAway: a read of a listed block whose files were
+// deleted since the last sync (compacted into a block the reader has not
+// listed yet) syncs and answers from the merged block.
+func TestReaderCompactedAway(t *testing.T) {
+	ctx := context.Background()
+	bucket, err := NewFSBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = int64(1_700_000_000_000)
+	src := testBlock(t, bucket, 0, 0, base, base+60_000)
+	r := lazyReader(t, bucket, -1)
+	want, err := samplesIn(ctx, r, [2]int64{base, base + 60_000})
+	if err != nil || len(want) == 0 {
+		t.Fatalf("source block: %d samples, %v", len(want), err)
+	}
+	r = lazyReader(t, bucket, -1) // lists src, has downloaded nothing
+	merged := testBlock(t, bucket, 0, 100, base, base+60_000)
+	merged.Compaction = Compaction{Level: 2, Sources: []string{src.ID}}
+	mb, err := json.Marshal(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bucket.Upload(ctx, metaPath(merged.ID), bytes.NewReader(mb), int64(len(mb))); err != nil {
+		t.Fatal(err)
+	}
+	if err := deleteBlock(ctx, bucket, &src); err != nil {
+		t.Fatal(err)
+	}
+	got, err := samplesIn(ctx, r, [2]int64{base, base + 60_000})
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("after the source was compacted away: %d samples, %v; want %d", len(got), err, len(want))
+	}
+	if ids := r.Blocks(); len(ids) != 1 || ids[0].ID != merged.ID || downloads(r) != 1 {
+		t.Fatalf("blocks %+v, %d downloads; want the merged block alone, downloaded once", ids, downloads(r))
+	}
+}
+
+// TestReaderConcurrentChurn: reads of random windows under a bound that
+// holds one block, while the bucket is synced, answer what an unbounded
+// reader answers (run with -race).
+func TestReaderConcurrentChurn(t *testing.T) {
+	ctx := context.Background()
+	bucket, err := NewFSBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, width = int64(1_700_000_000_000), int64(60_000)
+	var largest int64
+	for i := range int64(4) {
+		largest = max(largest, testBlock(t, bucket, 0, i*10, base+i*width, base+(i+1)*width).Stats.Bytes)
+	}
+	window := func(i int) [2]int64 { return [2]int64{base + int64(i)*width + 1, base + int64(i+1)*width - 1} }
+	full := lazyReader(t, bucket, -1)
+	want := make([][]string, 4)
+	for i := range want {
+		if want[i], err = samplesIn(ctx, full, window(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := NewReader(ReaderOptions{CacheDir: t.TempDir(), SyncInterval: 5 * time.Millisecond, MaxCacheBytes: largest}, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 12 {
+				i := (g + n) % 4
+				got, err := samplesIn(ctx, r, window(i))
+				if err == nil && !slices.Equal(got, want[i]) {
+					err = fmt.Errorf("block %d: %d samples, want %d", i, len(got), len(want[i]))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if evictions(r) == 0 {
+		t.Fatal("no evictions under a one-block bound")
+	}
+	r.Stop()
+	if r.CacheBytes() != 0 {
+		t.Fatalf("%d bytes cached after Stop", r.CacheBytes())
+	}
+}

@@ -66,7 +66,7 @@ func (r *Reader) replacedLocked() map[string]bool {
 func (r *Reader) acquire(ctx context.Context, mint, maxt int64, keep func(*block) bool) ([]*block, func(), error) {
 	bs, err := r.tryAcquire(ctx, mint, maxt, keep)
 	if errors.Is(err, ErrNotFound) {
-		if serr := r.Sync(ctx); serr != nil {
+		if _, serr := r.refresh(ctx); serr != nil {
 			r.logger.Warn("blocks_sync_failed", "err", serr)
 		}
 		bs, err = r.tryAcquire(ctx, mint, maxt, keep)

@@ -542,3 +542,54 @@ func TestReaderConcurrentChurn(t *testing.T) {
 		t.Fatalf("%d bytes cached after Stop", r.CacheBytes())
 	}
 }
+
+// TestReaderPrefetch: after Start the most recent blocks that fit are
+// downloaded without evicting, the oldest of them first in LRU order; a
+// sync prefetches nothing when the cache has no room.
+func TestReaderPrefetch(t *testing.T) {
+	ctx := context.Background()
+	bucket, err := NewFSBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, width = int64(1_700_000_000_000), int64(60_000)
+	var metas []Meta
+	var largest int64
+	for i := range int64(4) {
+		m := testBlock(t, bucket, 0, i*10, base+i*width, base+(i+1)*width)
+		metas = append(metas, m)
+		largest = max(largest, m.Stats.Bytes)
+	}
+	r, err := NewReader(ReaderOptions{CacheDir: t.TempDir(), SyncInterval: time.Hour, MaxCacheBytes: 2*largest + largest/2}, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for downloads(r) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: %d blocks prefetched, want 2", downloads(r))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !downloaded(r, metas[3].ID) || !downloaded(r, metas[2].ID) || downloaded(r, metas[1].ID) || evictions(r) != 0 {
+		t.Fatalf("prefetched: %v %v %v %v, %d evictions; want the two most recent blocks, none evicted",
+			downloaded(r, metas[0].ID), downloaded(r, metas[1].ID), downloaded(r, metas[2].ID), downloaded(r, metas[3].ID), evictions(r))
+	}
+	if _, err := samplesIn(ctx, r, [2]int64{base + 1, base + width - 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !downloaded(r, metas[0].ID) || downloaded(r, metas[2].ID) || !downloaded(r, metas[3].ID) || evictions(r) != 1 {
+		t.Fatalf("after reading block 0: block 2 (the older prefetched) should be evicted; %d evictions", evictions(r))
+	}
+	testBlock(t, bucket, 0, 40, base+4*width, base+5*width)
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.Blocks()); n != 5 || downloads(r) != 3 || evictions(r) != 1 {
+		t.Fatalf("sync with a full cache: %d blocks, %d downloads, %d evictions; want 5, 3, 1", n, downloads(r), evictions(r))
+	}
+}

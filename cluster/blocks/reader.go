@@ -25,9 +25,10 @@ import (
 const (
 	// DefaultSyncInterval is how often a Reader lists the bucket.
 	DefaultSyncInterval = 15 * time.Second
-	// DefaultMaxCacheBytes bounds the local copies of blocks: about five
-	// days of one partition's blocks at the sizing of docs/scale-out.md,
-	// on any querier's disk.
+	// DefaultMaxCacheBytes bounds the local copies of blocks: a size any
+	// querier's disk holds; at docs/scale-out.md's sizing (~88 GB/day of
+	// blocks) about the last three hours of the whole bucket, or two days
+	// of one of its 16 partitions. Size it to the reads' working set.
 	DefaultMaxCacheBytes = 10 << 30
 	// downloadConcurrency is how many blocks one read downloads at once:
 	// enough to overlap the object store's latency, few enough not to
@@ -141,17 +142,24 @@ func NewReader(opts ReaderOptions, bucket Bucket) (*Reader, error) {
 	return r, nil
 }
 
-// Start clears the cache, syncs once and then every SyncInterval until
-// Stop. A failed first sync is logged, not fatal: the bucket may come up
-// later.
+// Start clears the cache, lists the bucket once and then syncs every
+// SyncInterval until Stop; the first listing's prefetch runs in the
+// background, so that reads can start at once. A failed first listing is
+// logged, not fatal: the bucket may come up later.
 func (r *Reader) Start(ctx context.Context) error {
 	if err := os.RemoveAll(r.opts.CacheDir); err != nil {
 		return fmt.Errorf("block reader: clear cache: %w", err)
 	}
-	if err := r.Sync(ctx); err != nil {
+	added, err := r.refresh(ctx)
+	if err != nil {
 		r.logger.Warn("blocks_sync_failed", "err", err)
 	}
 	r.wg.Go(func() {
+		if !r.opts.DisablePrefetch {
+			if err := r.prefetch(r.ctx, added); err != nil && r.ctx.Err() == nil {
+				r.logger.Warn("blocks_prefetch_failed", "err", err)
+			}
+		}
 		t := time.NewTicker(r.opts.SyncInterval)
 		defer t.Stop()
 		for {
@@ -206,11 +214,22 @@ func (r *Reader) dropLocked(b *block) bool {
 // blocks it does not know yet, forgets those that are gone and, unless
 // DisablePrefetch, downloads new blocks while the cache has room.
 func (r *Reader) Sync(ctx context.Context) error {
+	added, err := r.refresh(ctx)
+	if !r.opts.DisablePrefetch {
+		if perr := r.prefetch(ctx, added); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return err
+}
+
+// refresh is Sync without the prefetch; it returns the blocks it added.
+func (r *Reader) refresh(ctx context.Context) ([]*block, error) {
 	r.m.syncs.Inc()
 	ids, err := listBlocks(ctx, r.bucket)
 	if err != nil {
 		r.m.syncFailures.Inc()
-		return err
+		return nil, err
 	}
 	r.mu.Lock()
 	var missing []string
@@ -238,7 +257,7 @@ func (r *Reader) Sync(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	kept := added[:0]
 	for _, b := range added {
@@ -261,12 +280,7 @@ func (r *Reader) Sync(ctx context.Context) error {
 	for _, b := range idle {
 		b.destroy()
 	}
-	if !r.opts.DisablePrefetch {
-		if err := r.prefetch(ctx, added); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return added, errors.Join(errs...)
 }
 
 // describe reads block id's meta.json and trace-ID filter.

@@ -146,6 +146,12 @@ func writeTraceIDs(ctx context.Context, sub *storage.Substrate, path string) (*F
 	if err != nil {
 		return nil, err
 	}
+	return writeTraceIDFilter(f, path)
+}
+
+// writeTraceIDFilter writes f to path and returns the meta.json entry
+// naming it.
+func writeTraceIDFilter(f *traceIDFilter, path string) (*File, error) {
 	b := f.appendTo(nil)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return nil, fmt.Errorf("write trace-ID filter: %w", err)

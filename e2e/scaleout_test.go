@@ -204,7 +204,10 @@ func startScaleCluster(t *testing.T) *scaleCluster {
 	c.tmp = tmp
 	c.querierArgs = slices.Concat([]string{"-target", "querier", "-querier.ingesters", strings.Join(ing, ",")}, kafka, noOTLP)
 	c.querier = &role{name: "querier", dir: filepath.Join(tmp, "querier"), addr: holdAddr(t),
-		args: slices.Concat(c.querierArgs, []string{"-config", c.querierCfg, "-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s"}, bucket)}
+		args: slices.Concat(c.querierArgs, []string{"-config", c.querierCfg, "-querier.query-ingesters-within", "1h", "-blocks.sync-interval", "1s",
+			// A one-byte cache bound: nothing is prefetched, every read
+			// downloads its blocks and they are evicted once it ends.
+			"-blocks.cache-max-bytes", "1"}, bucket)}
 	for _, r := range append([]*role{c.single, c.dist, c.builder, c.querier}, c.ingesters...) {
 		r.start(t, true)
 	}
@@ -788,6 +791,11 @@ remote_write:
 		}
 		t.Logf("blocks merged: %v from %v sources", scrape(t, c.builder.url(), "weft_block_compactor_blocks_written_total"),
 			scrape(t, c.builder.url(), "weft_block_compactor_sources_merged_total"))
+		downloads, evictions := scrape(t, c.querier.url(), "weft_blocks_downloads_total"), scrape(t, c.querier.url(), "weft_blocks_evictions_total")
+		if downloads <= 0 || evictions <= 0 {
+			t.Fatalf("querier: %v block downloads, %v evictions; want both, with a one-byte cache", downloads, evictions)
+		}
+		t.Logf("querier: %v block downloads, %v evictions, %v bytes cached", downloads, evictions, scrape(t, c.querier.url(), "weft_blocks_cache_bytes"))
 	})
 }
 

@@ -285,7 +285,7 @@ func TestRetention(t *testing.T) {
 			}
 		}
 		m := &Meta{Version: MetaVersion, ID: BlockID(p, first), Partition: p, MinTime: maxTime.Add(-2 * time.Hour).UnixMilli(), MaxTime: maxTime.UnixMilli()}
-		if err := upload(ctx, bucket, dir, m); err != nil {
+		if err := upload(ctx, bucket, dir, m, ""); err != nil {
 			t.Fatal(err)
 		}
 		return m.ID

@@ -398,19 +398,25 @@ func (b *Builder) finish(ctx context.Context, p int32, w *window, next int64) er
 	w.stats.Series = w.sub.Index().NumStreams(index.KindMetric)
 	w.stats.Streams = w.sub.Index().NumStreams(index.KindLog)
 	w.stats.TraceStreams = w.sub.Index().NumStreams(index.KindTrace)
+	idsPath := traceIDsPath(w.dir)
+	ids, err := writeTraceIDs(ctx, w.sub, idsPath)
+	if err != nil {
+		return err
+	}
 	if err := w.sub.Close(); err != nil {
 		return fmt.Errorf("close block store: %w", err)
 	}
 	delete(b.windows, p)
 	defer os.RemoveAll(w.dir)
+	defer os.Remove(idsPath)
 	if w.stats.Samples+w.stats.Histograms+w.stats.Entries+w.stats.Spans == 0 {
 		w.minT, w.maxT = w.start, w.start
 	}
 	m := &Meta{Version: MetaVersion, ID: BlockID(p, w.first), Partition: p, Offsets: OffsetRange{Start: w.first, End: w.next},
 		Window: TimeRange{Start: w.start, End: w.start + b.opts.Window.Milliseconds()}, MinTime: w.minT, MaxTime: w.maxT,
-		Stats: w.stats, Compaction: Compaction{Level: 1}, Created: time.Now().UTC()}
+		Stats: w.stats, TraceIDs: ids, Compaction: Compaction{Level: 1}, Created: time.Now().UTC()}
 	for {
-		err := upload(ctx, b.bucket, w.dir, m)
+		err := upload(ctx, b.bucket, w.dir, m, idsPath)
 		if err == nil {
 			break
 		}

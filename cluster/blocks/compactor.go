@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -269,10 +270,10 @@ func plan(metas []Meta, level int, r, closedBefore int64) [][]Meta {
 		if len(g) < 2 {
 			continue
 		}
-		slices.SortFunc(g, func(a, b Meta) int { return compareIDs(a.ID, b.ID) })
+		slices.SortFunc(g, func(a, b Meta) int { return cmp.Compare(a.ID, b.ID) })
 		out = append(out, g)
 	}
-	slices.SortFunc(out, func(a, b []Meta) int { return compareIDs(a[0].ID, b[0].ID) })
+	slices.SortFunc(out, func(a, b []Meta) int { return cmp.Compare(a[0].ID, b[0].ID) })
 	return out
 }
 
@@ -336,7 +337,7 @@ func (c *Compactor) merge(ctx context.Context, group []Meta, level int) (*Meta, 
 	if err != nil {
 		return nil, fmt.Errorf("open merged store: %w", err)
 	}
-	stats, err := copyStores(ctx, srcs, dst, m.MinTime, m.MaxTime)
+	stats, ids, err := copyStores(ctx, srcs, dst, m.MinTime, m.MaxTime)
 	if err == nil {
 		err = dst.Flush(ctx)
 	}
@@ -348,12 +349,21 @@ func (c *Compactor) merge(ctx context.Context, group []Meta, level int) (*Meta, 
 	stats.Series = dst.Index().NumStreams(index.KindMetric)
 	stats.Streams = dst.Index().NumStreams(index.KindLog)
 	stats.TraceStreams = dst.Index().NumStreams(index.KindTrace)
+	idsPath := traceIDsPath(out)
+	f := newTraceIDFilter(len(ids))
+	for id := range ids {
+		f.add(id)
+	}
+	if m.TraceIDs, err = writeTraceIDFilter(f, idsPath); err != nil {
+		_ = dst.Close()
+		return nil, err
+	}
 	if err := dst.Close(); err != nil {
 		return nil, fmt.Errorf("close merged store: %w", err)
 	}
 	m.Stats = stats
 	m.Created = time.Now().UTC()
-	if err := upload(ctx, c.bucket, out, m); err != nil {
+	if err := upload(ctx, c.bucket, out, m, idsPath); err != nil {
 		return nil, fmt.Errorf("upload %s: %w", m.ID, err)
 	}
 	c.metas[m.ID] = *m
@@ -375,14 +385,14 @@ func (c *Compactor) storeOptions(id string) storage.Options {
 // merged across the sources in time order (ChainedSeriesMerge drops a
 // sample a second source repeats), then each source's log streams, then
 // each source's traces, less the spans an earlier source held
-// (copyTraces).
-func copyStores(ctx context.Context, srcs []*storage.Substrate, dst *storage.Substrate, minT, maxT int64) (Stats, error) {
+// (copyTraces), whose IDs it returns.
+func copyStores(ctx context.Context, srcs []*storage.Substrate, dst *storage.Substrate, minT, maxT int64) (Stats, map[traceentry.TraceID]struct{}, error) {
 	var st Stats
 	qs := make([]promstorage.Querier, 0, len(srcs))
 	for _, s := range srcs {
 		q, err := s.Metrics().Querier(minT, maxT)
 		if err != nil {
-			return st, fmt.Errorf("metric querier: %w", err)
+			return st, nil, fmt.Errorf("metric querier: %w", err)
 		}
 		qs = append(qs, q)
 	}
@@ -423,46 +433,47 @@ func copyStores(ctx context.Context, srcs []*storage.Substrate, dst *storage.Sub
 			}
 			if _, err := app.Append(0, ls, it.AtST(), t, v, h, fh, promstorage.AOptions{}); err != nil {
 				_ = app.Rollback()
-				return st, fmt.Errorf("append %s at %d: %w", ls, t, err)
+				return st, nil, fmt.Errorf("append %s at %d: %w", ls, t, err)
 			}
 			if pending++; pending >= compactBatch {
 				if err := commit(); err != nil {
-					return st, err
+					return st, nil, err
 				}
 			}
 		}
 		if err := it.Err(); err != nil {
 			_ = app.Rollback()
-			return st, fmt.Errorf("read %s: %w", ls, err)
+			return st, nil, fmt.Errorf("read %s: %w", ls, err)
 		}
 	}
 	if err := set.Err(); err != nil {
 		_ = app.Rollback()
-		return st, fmt.Errorf("select series: %w", err)
+		return st, nil, fmt.Errorf("select series: %w", err)
 	}
 	if err := app.Commit(); err != nil {
-		return st, fmt.Errorf("commit merged samples: %w", err)
+		return st, nil, fmt.Errorf("commit merged samples: %w", err)
 	}
 	for _, s := range srcs {
 		n, err := copyLogs(ctx, s.Logs(), dst.Logs(), minT, maxT)
 		st.Entries += n
 		if err != nil {
-			return st, err
+			return st, nil, err
 		}
 	}
-	n, err := copyTraces(ctx, srcs, dst.Traces())
+	n, ids, err := copyTraces(ctx, srcs, dst.Traces())
 	st.Spans = n
-	return st, err
+	return st, ids, err
 }
 
 // copyTraces pushes every trace of srcs into dst, source after source in
-// batches, and returns the spans copied. A trace in several sources (its
+// batches, and returns the spans copied and the traces' IDs (those of
+// every source: the merged block's trace-ID filter). A trace in several sources (its
 // spans arrived in two windows) gets the spans of each; dst assembles them
 // into one trace as a single store that received them all would. A span
 // of a trace that an earlier source held already (same span ID: a record
 // replayed into both windows) is dropped. Each span keeps its stream's
 // labels.
-func copyTraces(ctx context.Context, srcs []*storage.Substrate, dst *tracestore.Store) (int, error) {
+func copyTraces(ctx context.Context, srcs []*storage.Substrate, dst *tracestore.Store) (int, map[traceentry.TraceID]struct{}, error) {
 	var (
 		batch []tracestore.ResourceSpans
 		size  int
@@ -511,13 +522,14 @@ func copyTraces(ctx context.Context, srcs []*storage.Substrate, dst *tracestore.
 			return nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("copy traces: %w", err)
+			return n, nil, fmt.Errorf("copy traces: %w", err)
 		}
 		for _, id := range current {
 			copied[id] = struct{}{}
 		}
 	}
-	return n, push()
+	err := push() // before n is read: push counts what it pushes
+	return n, copied, err
 }
 
 // withoutStored returns rs without the spans of trace id that dst holds

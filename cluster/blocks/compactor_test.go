@@ -73,7 +73,7 @@ func testBlock(t *testing.T, bucket Bucket, p int32, first, wStart, wEnd int64) 
 	}
 	m := Meta{Version: MetaVersion, ID: BlockID(p, first), Partition: p, Offsets: OffsetRange{Start: first, End: first + 10},
 		Window: TimeRange{Start: wStart, End: wEnd}, MinTime: wStart, MaxTime: wEnd, Stats: stats, Compaction: Compaction{Level: 1}, Created: time.Now().UTC()}
-	if err := upload(ctx, bucket, dir, &m); err != nil {
+	if err := upload(ctx, bucket, dir, &m, ""); err != nil {
 		t.Fatal(err)
 	}
 	return m

@@ -49,6 +49,10 @@ type Meta struct {
 	// Files are the block's store files, relative to the block, with
 	// their sizes.
 	Files []File `json:"files"`
+	// TraceIDs is the block's trace-ID filter (TraceIDsName) with its
+	// size; nil for a block built before filters, which may hold any
+	// trace.
+	TraceIDs *File `json:"trace_ids,omitempty"`
 	// Compaction says what the block replaced (empty sources: built from
 	// the log).
 	Compaction Compaction `json:"compaction"`
@@ -131,6 +135,9 @@ func (m *Meta) validate() error {
 			return fmt.Errorf("meta.json: bad file %q", f.Path)
 		}
 	}
+	if m.TraceIDs != nil && (m.TraceIDs.Path != TraceIDsName || m.TraceIDs.Size < 0 || m.TraceIDs.Size > maxTraceIDsBytes) {
+		return fmt.Errorf("meta.json: bad trace_ids %q", m.TraceIDs.Path)
+	}
 	return nil
 }
 
@@ -142,6 +149,11 @@ func deleteBlock(ctx context.Context, b Bucket, m *Meta) error {
 	}
 	for _, f := range m.Files {
 		if err := b.Delete(ctx, Prefix+m.ID+"/"+f.Path); err != nil {
+			return fmt.Errorf("%s: %w", m.ID, err)
+		}
+	}
+	if m.TraceIDs != nil {
+		if err := b.Delete(ctx, Prefix+m.ID+"/"+TraceIDsName); err != nil {
 			return fmt.Errorf("%s: %w", m.ID, err)
 		}
 	}
@@ -161,8 +173,9 @@ func blockStore(o storage.Options, logger *slog.Logger) storage.Options {
 	return o
 }
 
-// upload puts dir's files under the block's prefix, then meta.json.
-func upload(ctx context.Context, b Bucket, dir string, m *Meta) error {
+// upload puts dir's files under the block's prefix, then the trace-ID
+// filter at traceIDs when m names one, then meta.json.
+func upload(ctx context.Context, b Bucket, dir string, m *Meta, traceIDs string) error {
 	m.Files = m.Files[:0]
 	m.Stats.Bytes = 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -195,6 +208,11 @@ func upload(ctx context.Context, b Bucket, dir string, m *Meta) error {
 		err = b.Upload(ctx, Prefix+m.ID+"/"+f.Path, fh, f.Size)
 		_ = fh.Close()
 		if err != nil {
+			return err
+		}
+	}
+	if m.TraceIDs != nil {
+		if err := uploadTraceIDs(ctx, b, m, traceIDs); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package blocks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -30,27 +31,31 @@ func traceBounds(start, end int64) (int64, int64) {
 	return mint, maxt
 }
 
+// holdsTraces reports whether b may hold spans: a block whose trace-ID
+// filter is empty is not downloaded for a trace read.
+func holdsTraces(b *block) bool { return b.traces == nil || b.traces.count > 0 }
+
 // Fetch implements traceentry.Source over the blocks overlapping the
 // request's range: each block's traces that may match, the blocks'
 // answers interleaved most recent first (by a trace's latest span end, as
 // the querier interleaves its ingesters'), each trace once and whole: its
 // spans in the other blocks of its partition (a trace whose spans reached
 // two windows) are added, a span two blocks hold alike (same span ID)
-// only once. The iterator holds the blocks until closed. Safe for
-// concurrent use.
+// only once; of those other blocks, only the ones whose trace-ID filter
+// may hold the trace are downloaded. The iterator holds the blocks until
+// closed. Safe for concurrent use.
 func (r *Reader) Fetch(ctx context.Context, req traceentry.FetchRequest) (traceentry.Iterator, error) {
-	all, release := r.acquire(math.MinInt64, math.MaxInt64)
 	mint, maxt := traceBounds(req.Start, req.End)
-	t := &blockTraces{ctx: ctx, all: all, release: release, yielded: map[traceentry.TraceID]struct{}{}, cur: -1}
-	for _, b := range all {
-		if b.meta.MaxTime < mint || b.meta.MinTime > maxt {
-			continue
-		}
+	cands, release, err := r.acquire(ctx, mint, maxt, holdsTraces)
+	if err != nil {
+		return nil, err
+	}
+	t := &blockTraces{ctx: ctx, r: r, cands: cands, releases: []func(){release}, yielded: map[traceentry.TraceID]struct{}{}, cur: -1}
+	for _, b := range cands {
 		it, err := b.sub.Traces().Fetch(ctx, req)
 		if err != nil {
 			return nil, errors.Join(err, t.Close())
 		}
-		t.cands = append(t.cands, b)
 		t.its = append(t.its, it)
 	}
 	t.heads, t.ends = make([]*traceentry.Trace, len(t.its)), make([]int64, len(t.its))
@@ -59,16 +64,16 @@ func (r *Reader) Fetch(ctx context.Context, req traceentry.FetchRequest) (tracee
 
 // blockTraces is Reader.Fetch's iterator.
 type blockTraces struct {
-	ctx     context.Context
-	all     []*openBlock // every block held, for assembling traces
-	cands   []*openBlock // the blocks searched
-	its     []traceentry.Iterator
-	heads   []*traceentry.Trace // per candidate: its next trace; nil when done
-	ends    []int64             // the heads' latest span ends
-	primed  bool
-	cur     int // the candidate whose head was yielded last
-	release func()
-	yielded map[traceentry.TraceID]struct{}
+	ctx      context.Context
+	r        *Reader
+	cands    []*block // the blocks searched
+	its      []traceentry.Iterator
+	heads    []*traceentry.Trace // per candidate: its next trace; nil when done
+	ends     []int64             // the heads' latest span ends
+	primed   bool
+	cur      int      // the candidate whose head was yielded last
+	releases []func() // of the blocks held: searched, then assembling; nil once closed
+	yielded  map[traceentry.TraceID]struct{}
 
 	out *traceentry.Trace
 	err error
@@ -92,7 +97,7 @@ func (t *blockTraces) advance(i int) {
 }
 
 func (t *blockTraces) Next() bool {
-	if t.err != nil || t.release == nil {
+	if t.err != nil || t.releases == nil {
 		return false
 	}
 	if !t.primed {
@@ -132,12 +137,17 @@ func (t *blockTraces) Next() bool {
 }
 
 // complete adds to tr the spans of its trace in the blocks of from's
-// partition other than from.
-func (t *blockTraces) complete(tr *traceentry.Trace, from *openBlock) error {
-	for _, b := range t.all {
-		if b == from || b.meta.Partition != from.meta.Partition {
-			continue
-		}
+// partition other than from that may hold it (their trace-ID filters),
+// held until Close.
+func (t *blockTraces) complete(tr *traceentry.Trace, from *block) error {
+	bs, release, err := t.r.acquire(t.ctx, math.MinInt64, math.MaxInt64, func(b *block) bool {
+		return b != from && b.meta.Partition == from.meta.Partition && b.traces.mayHold(tr.TraceID)
+	})
+	if err != nil {
+		return fmt.Errorf("assemble trace %s: %w", tr.TraceID, err)
+	}
+	t.releases = append(t.releases, release)
+	for _, b := range bs {
 		more, err := b.sub.Traces().FindTraceByID(t.ctx, tr.TraceID, 0, 0)
 		if err != nil {
 			return err
@@ -153,15 +163,17 @@ func (t *blockTraces) At() *traceentry.Trace { return t.out }
 func (t *blockTraces) Err() error            { return t.err }
 
 func (t *blockTraces) Close() error {
-	if t.release == nil {
+	if t.releases == nil {
 		return nil
 	}
 	var errs []error
 	for _, it := range t.its {
 		errs = append(errs, it.Close())
 	}
-	t.release()
-	t.release = nil
+	for _, release := range t.releases {
+		release()
+	}
+	t.releases = nil
 	return errors.Join(errs...)
 }
 
@@ -183,14 +195,18 @@ func mergeSpans(dst, src []traceentry.Span) []traceentry.Span {
 }
 
 // FindTraceByID returns the spans of trace id in the blocks (overlapping
-// [start, end] unix ns when start < end), merged into one trace, or nil
-// when no block holds it. Safe for concurrent use.
+// [start, end] unix ns when start < end) whose trace-ID filter may hold
+// it, merged into one trace, or nil when no block holds it. Safe for
+// concurrent use.
 func (r *Reader) FindTraceByID(ctx context.Context, id traceentry.TraceID, start, end int64) (*traceentry.Trace, error) {
 	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
 	if start < end {
 		mint, maxt = traceBounds(start, end)
 	}
-	bs, release := r.acquire(mint, maxt)
+	bs, release, err := r.acquire(ctx, mint, maxt, func(b *block) bool { return b.traces.mayHold(id) })
+	if err != nil {
+		return nil, err
+	}
 	defer release()
 	var out *traceentry.Trace
 	for _, b := range bs {
@@ -220,7 +236,10 @@ func (r *Reader) TagNames(ctx context.Context, start, end int64) (span, resource
 	if end != 0 {
 		maxt = end / 1e6
 	}
-	bs, release := r.acquire(mint, maxt)
+	bs, release, err := r.acquire(ctx, mint, maxt, holdsTraces)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer release()
 	for _, b := range bs {
 		s, rs, err := b.sub.Traces().TagNames(ctx, start, end)
@@ -238,7 +257,11 @@ func (r *Reader) TagNames(ctx context.Context, start, end int64) (span, resource
 // (resources) matching ms with spans in [start, end] (unix ns), sorted,
 // each once. Safe for concurrent use.
 func (r *Reader) TraceStreams(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]labels.Labels, error) {
-	bs, release := r.acquire(nsToMs(start, end))
+	mint, maxt := nsToMs(start, end)
+	bs, release, err := r.acquire(ctx, mint, maxt, holdsTraces)
+	if err != nil {
+		return nil, err
+	}
 	defer release()
 	var out []labels.Labels
 	for _, b := range bs {

@@ -183,8 +183,8 @@ func TestTracesBuildReadCompact(t *testing.T) {
 
 	r := openReader(t, bucket)
 	metas := r.Blocks()
-	if len(metas) != 2 {
-		t.Fatalf("blocks: %+v", metas)
+	if len(metas) != 2 || metas[0].TraceIDs == nil || metas[1].TraceIDs == nil {
+		t.Fatalf("blocks (each with a trace-ID filter): %+v", metas)
 	}
 	ms := func(off time.Duration) int64 { return d.Add(off).UnixMilli() }
 	if m := metas[0]; m.Stats.Spans != 4 || m.Stats.TraceStreams != 2 || m.MinTime != ms(0) || m.MaxTime != ms(31*time.Second) {
@@ -261,6 +261,9 @@ func TestTracesBuildReadCompact(t *testing.T) {
 	m, err := readMeta(ctx, bucket, CompactedID(0, 0, 2))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m.TraceIDs == nil {
+		t.Fatal("merged block without a trace-ID filter")
 	}
 	if m.Stats.Spans != len(want) || m.Stats.TraceStreams != 3 || m.MinTime != ms(0) || m.MaxTime != ms(81*time.Second) {
 		t.Fatalf("merged block: %+v; want %d spans (the replayed one once), 3 trace streams", m, len(want))

@@ -33,10 +33,11 @@ type clusterConfig struct {
 		RuleSharding         *bool     `yaml:"rule_sharding"`
 	} `yaml:"querier"`
 	Blocks struct {
-		Backend      *string   `yaml:"backend"`
-		Dir          *string   `yaml:"dir"`
-		SyncInterval *duration `yaml:"sync_interval"`
-		S3           struct {
+		Backend       *string   `yaml:"backend"`
+		Dir           *string   `yaml:"dir"`
+		SyncInterval  *duration `yaml:"sync_interval"`
+		CacheMaxBytes *int64    `yaml:"cache_max_bytes"`
+		S3            struct {
 			Endpoint  *string `yaml:"endpoint"`
 			Bucket    *string `yaml:"bucket"`
 			Region    *string `yaml:"region"`
@@ -80,6 +81,7 @@ func (c *clusterConfig) bind(b binder, co *app.ClusterOptions) {
 	bindVal(b, &co.Blocks.Backend, &bk.Backend)
 	bindVal(b, &co.Blocks.Dir, &bk.Dir)
 	bindDur(b, &co.Blocks.SyncInterval, &bk.SyncInterval)
+	bindVal(b, &co.Blocks.CacheMaxBytes, &bk.CacheMaxBytes)
 	bindVal(b, &s3.Endpoint, &bk.S3.Endpoint)
 	bindVal(b, &s3.Bucket, &bk.S3.Bucket)
 	bindVal(b, &s3.Region, &bk.S3.Region)
@@ -127,6 +129,7 @@ type clusterFlags struct {
 	denyPartial, ruleSharding                                 *bool
 	backend, blocksDir, s3Endpoint, s3Bucket, s3Region        *string
 	s3Insecure                                                *bool
+	cacheMaxBytes                                             *int64
 	syncInterval, window, grace, blocksRetention, compaction  *time.Duration
 }
 
@@ -153,8 +156,10 @@ func registerClusterFlags(fs *flag.FlagSet, d app.ClusterOptions) *clusterFlags 
 		s3Region:     fs.String("blocks.s3.region", d.Blocks.S3.Region, "S3 bucket: its region"),
 		s3Insecure:   fs.Bool("blocks.s3.insecure", d.Blocks.S3.Insecure, "S3 bucket: plain HTTP instead of HTTPS"),
 		syncInterval: fs.Duration("blocks.sync-interval", d.Blocks.SyncInterval, "querier: how often the bucket is listed for new blocks"),
-		window:       fs.Duration("block-builder.window", d.BlockBuilder.Window, "block builder: record-time width of a block"),
-		grace:        fs.Duration("block-builder.grace", d.BlockBuilder.Grace, "block builder: how long an idle partition's window stays open past its end; 0: a tenth of the window"),
+		cacheMaxBytes: fs.Int64("blocks.cache-max-bytes", d.Blocks.CacheMaxBytes,
+			"querier: bound of the local copies of blocks, downloaded when a read needs them; past it the least recently read are deleted; -1: unbounded"),
+		window: fs.Duration("block-builder.window", d.BlockBuilder.Window, "block builder: record-time width of a block"),
+		grace:  fs.Duration("block-builder.grace", d.BlockBuilder.Grace, "block builder: how long an idle partition's window stays open past its end; 0: a tenth of the window"),
 		blocksRetention: fs.Duration("block-builder.retention", d.BlockBuilder.Retention,
 			"block builder: delete its partitions' blocks whose newest data is older than this; 0 keeps them"),
 		compaction: fs.Duration("block-builder.compaction-range", d.BlockBuilder.CompactionRange,
@@ -219,6 +224,9 @@ func (f *clusterFlags) apply(set map[string]bool, opts *app.Options) error {
 	}
 	if set["blocks.s3.insecure"] {
 		co.Blocks.S3.Insecure = *f.s3Insecure
+	}
+	if set["blocks.cache-max-bytes"] {
+		co.Blocks.CacheMaxBytes = *f.cacheMaxBytes
 	}
 	for name, v := range map[string]struct{ dst, src *time.Duration }{"blocks.sync-interval": {&co.Blocks.SyncInterval, f.syncInterval},
 		"block-builder.window": {&co.BlockBuilder.Window, f.window}, "block-builder.grace": {&co.BlockBuilder.Grace, f.grace},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftdb/weft/cluster/blocks"
 	"github.com/weftdb/weft/cmd/weft/internal/app"
 )
 
@@ -45,6 +46,7 @@ cluster:
   blocks:
     backend: s3
     sync_interval: 5s
+    cache_max_bytes: 1073741824
     s3: {endpoint: "s3.local:9000", bucket: weft-blocks, access_key: ak, secret_key: sk, insecure: true}
   block_builder:
     window: 30m
@@ -69,10 +71,18 @@ cluster:
 	}
 
 	b := c.Blocks
-	if b.Backend != app.BackendS3 || b.SyncInterval != 5*time.Second || b.S3.Endpoint != "s3.local:9000" || b.S3.Bucket != "other" ||
+	if b.Backend != app.BackendS3 || b.SyncInterval != 5*time.Second || b.CacheMaxBytes != 1<<30 || b.S3.Endpoint != "s3.local:9000" || b.S3.Bucket != "other" ||
 		b.S3.AccessKey != "ak" || b.S3.SecretKey != "sk" || !b.S3.Insecure || c.BlockBuilder.Window != 30*time.Minute ||
 		c.BlockBuilder.Retention != 30*24*time.Hour {
 		t.Errorf("blocks: %+v builder %+v", b, c.BlockBuilder)
+	}
+
+	// The cache bound: its default, the file's, a flag's.
+	if d, _ := parseFlags(nil, &stderr); d.Cluster.Blocks.CacheMaxBytes != blocks.DefaultMaxCacheBytes {
+		t.Errorf("default blocks cache bound %d, want %d", d.Cluster.Blocks.CacheMaxBytes, int64(blocks.DefaultMaxCacheBytes))
+	}
+	if o2, err := parseFlags([]string{"-config", cfg, "-blocks.cache-max-bytes", "-1"}, &stderr); err != nil || o2.Cluster.Blocks.CacheMaxBytes != -1 {
+		t.Errorf("-blocks.cache-max-bytes -1 over the file: %v, %v", o2.Cluster.Blocks.CacheMaxBytes, err)
 	}
 
 	for _, tc := range []struct {
@@ -95,7 +105,8 @@ cluster:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(eff, "secret_key: sk") || !strings.Contains(eff, "secret_key: <secret>") || !strings.Contains(eff, "target: ingester") {
+	if strings.Contains(eff, "secret_key: sk") || !strings.Contains(eff, "secret_key: <secret>") || !strings.Contains(eff, "target: ingester") ||
+		!strings.Contains(eff, "cache_max_bytes: 1073741824") {
 		t.Errorf("effective configuration's cluster block:\n%s", eff)
 	}
 

@@ -255,7 +255,7 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 		if bucket != nil {
 			var err error
 			br, err = blocks.NewReader(blocks.ReaderOptions{CacheDir: filepath.Join(dataDir, "blocks-cache"), SyncInterval: c.Blocks.SyncInterval,
-				Logger: logger.With("component", "blocks"), Registerer: reg}, bucket)
+				MaxCacheBytes: c.Blocks.CacheMaxBytes, Logger: logger.With("component", "blocks"), Registerer: reg}, bucket)
 			if err != nil {
 				return err
 			}

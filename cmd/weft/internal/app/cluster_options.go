@@ -75,6 +75,10 @@ type BlocksOptions struct {
 	// SyncInterval is how often the querier lists the bucket
 	// (blocks.DefaultSyncInterval).
 	SyncInterval time.Duration
+	// CacheMaxBytes bounds the querier's local copies of blocks
+	// (blocks.ReaderOptions.MaxCacheBytes: least recently read evicted
+	// first; negative unbounded).
+	CacheMaxBytes int64
 }
 
 // BlockBuilderOptions configure the block builder role.
@@ -144,7 +148,7 @@ func DefaultClusterOptions() ClusterOptions {
 		Kafka:        kafkalog.DefaultOptions(),
 		Ingester:     IngesterOptions{MaxLag: ingester.DefaultMaxLag},
 		Querier:      QuerierOptions{},
-		Blocks:       BlocksOptions{SyncInterval: blocks.DefaultSyncInterval},
+		Blocks:       BlocksOptions{SyncInterval: blocks.DefaultSyncInterval, CacheMaxBytes: blocks.DefaultMaxCacheBytes},
 		BlockBuilder: BlockBuilderOptions{Window: blocks.DefaultWindow, CompactionRange: blocks.DefaultCompactionRanges[0]},
 	}
 }

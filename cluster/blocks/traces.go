@@ -153,7 +153,7 @@ func (t *blockTraces) complete(tr *traceentry.Trace, from *block) error {
 			return err
 		}
 		if more != nil {
-			tr.Spans = mergeSpans(tr.Spans, more.Spans)
+			tr.Spans = traceentry.MergeSpans(tr.Spans, more.Spans)
 		}
 	}
 	return nil
@@ -175,23 +175,6 @@ func (t *blockTraces) Close() error {
 	}
 	t.releases = nil
 	return errors.Join(errs...)
-}
-
-// mergeSpans returns dst with the spans of src whose span ID dst lacks
-// appended: the spans of one trace read from two places (two blocks, a
-// block and an ingester), each once.
-func mergeSpans(dst, src []traceentry.Span) []traceentry.Span {
-	have := make(map[traceentry.SpanID]struct{}, len(dst))
-	for i := range dst {
-		have[dst[i].SpanID] = struct{}{}
-	}
-	for _, sp := range src {
-		if _, dup := have[sp.SpanID]; !dup {
-			have[sp.SpanID] = struct{}{}
-			dst = append(dst, sp)
-		}
-	}
-	return dst
 }
 
 // FindTraceByID returns the spans of trace id in the blocks (overlapping
@@ -219,7 +202,7 @@ func (r *Reader) FindTraceByID(ctx context.Context, id traceentry.TraceID, start
 		case out == nil:
 			out = tr
 		default:
-			out.Spans = mergeSpans(out.Spans, tr.Spans)
+			out.Spans = traceentry.MergeSpans(out.Spans, tr.Spans)
 		}
 	}
 	return out, nil

@@ -190,7 +190,7 @@ func (m *merged) yield(tr, more *traceentry.Trace) bool {
 		m.cur = tr
 		return true
 	}
-	m.cur = &traceentry.Trace{TraceID: tr.TraceID, Spans: mergeSpans(slices.Clone(tr.Spans), more.Spans)}
+	m.cur = &traceentry.Trace{TraceID: tr.TraceID, Spans: traceentry.MergeSpans(slices.Clone(tr.Spans), more.Spans)}
 	return true
 }
 
@@ -208,22 +208,6 @@ func (m *merged) Close() error {
 		m.blk = nil
 	}
 	return err
-}
-
-// mergeSpans returns dst with the spans of src whose span ID dst lacks
-// appended: one trace's spans read from two places, each once.
-func mergeSpans(dst, src []traceentry.Span) []traceentry.Span {
-	have := make(map[traceentry.SpanID]struct{}, len(dst))
-	for i := range dst {
-		have[dst[i].SpanID] = struct{}{}
-	}
-	for _, sp := range src {
-		if _, dup := have[sp.SpanID]; !dup {
-			have[sp.SpanID] = struct{}{}
-			dst = append(dst, sp)
-		}
-	}
-	return dst
 }
 
 // FindTraceByID merges what the ingester of the trace's partition and the
@@ -262,7 +246,7 @@ func (t *Traces) FindTraceByID(ctx context.Context, id traceentry.TraceID, start
 	case out == nil:
 		out = tr
 	default:
-		out.Spans = mergeSpans(out.Spans, tr.Spans)
+		out.Spans = traceentry.MergeSpans(out.Spans, tr.Spans)
 	}
 	return out, nil
 }

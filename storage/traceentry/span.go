@@ -163,3 +163,20 @@ func (t *Trace) TimeRange() (start, end int64) {
 	}
 	return start, end
 }
+
+// MergeSpans returns dst with the spans of src whose span ID dst lacks
+// appended: the spans of one trace read from two places (two blocks, a
+// block and an ingester), each once.
+func MergeSpans(dst, src []Span) []Span {
+	have := make(map[SpanID]struct{}, len(dst))
+	for i := range dst {
+		have[dst[i].SpanID] = struct{}{}
+	}
+	for _, sp := range src {
+		if _, dup := have[sp.SpanID]; !dup {
+			have[sp.SpanID] = struct{}{}
+			dst = append(dst, sp)
+		}
+	}
+	return dst
+}

@@ -3,6 +3,7 @@ package traceentry
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -154,5 +155,18 @@ func TestEnumNames(t *testing.T) {
 	if OpRegex.String() != "=~" || Op(0).String() != "Op(0)" || ScopeResource.String() != "resource" ||
 		IntrinsicTraceRootService.String() != "rootServiceName" || !IntrinsicTraceDuration.TraceLevel() || IntrinsicDuration.TraceLevel() {
 		t.Error("names")
+	}
+}
+
+func TestMergeSpans(t *testing.T) {
+	a := []Span{{SpanID: SpanID{7: 1}, Name: "a"}, {SpanID: SpanID{7: 2}, Name: "b"}}
+	b := []Span{{SpanID: SpanID{7: 2}, Name: "b again"}, {SpanID: SpanID{7: 3}, Name: "c"}, {SpanID: SpanID{7: 3}, Name: "c again"}}
+	got := MergeSpans(a, b)
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "a,b,c" {
+		t.Fatalf("merged %v, want a,b,c", names)
 	}
 }

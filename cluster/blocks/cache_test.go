@@ -77,18 +77,8 @@ func downloaded(r *Reader, id string) bool {
 // the read.
 func TestReaderLazyCache(t *testing.T) {
 	ctx := context.Background()
-	bucket, err := NewFSBucket(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const base, width = int64(1_700_000_000_000), int64(60_000)
-	var metas []Meta
-	var largest int64
-	for i := range int64(4) {
-		m := testBlock(t, bucket, 0, i*10, base+i*width, base+(i+1)*width)
-		metas = append(metas, m)
-		largest = max(largest, m.Stats.Bytes)
-	}
+	bucket, metas, largest := fourBlocks(t)
+	var err error
 	window := func(i int) [2]int64 { return [2]int64{base + int64(i)*width + 1, base + int64(i+1)*width - 1} }
 	full := lazyReader(t, bucket, -1)
 	want := make([][]string, len(metas))
@@ -487,15 +477,8 @@ func TestReaderCompactedAway(t *testing.T) {
 // reader answers (run with -race).
 func TestReaderConcurrentChurn(t *testing.T) {
 	ctx := context.Background()
-	bucket, err := NewFSBucket(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const base, width = int64(1_700_000_000_000), int64(60_000)
-	var largest int64
-	for i := range int64(4) {
-		largest = max(largest, testBlock(t, bucket, 0, i*10, base+i*width, base+(i+1)*width).Stats.Bytes)
-	}
+	bucket, _, largest := fourBlocks(t)
+	var err error
 	window := func(i int) [2]int64 { return [2]int64{base + int64(i)*width + 1, base + int64(i+1)*width - 1} }
 	full := lazyReader(t, bucket, -1)
 	want := make([][]string, 4)
@@ -548,18 +531,8 @@ func TestReaderConcurrentChurn(t *testing.T) {
 // sync prefetches nothing when the cache has no room.
 func TestReaderPrefetch(t *testing.T) {
 	ctx := context.Background()
-	bucket, err := NewFSBucket(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const base, width = int64(1_700_000_000_000), int64(60_000)
-	var metas []Meta
-	var largest int64
-	for i := range int64(4) {
-		m := testBlock(t, bucket, 0, i*10, base+i*width, base+(i+1)*width)
-		metas = append(metas, m)
-		largest = max(largest, m.Stats.Bytes)
-	}
+	bucket, metas, largest := fourBlocks(t)
+	var err error
 	r, err := NewReader(ReaderOptions{CacheDir: t.TempDir(), SyncInterval: time.Hour, MaxCacheBytes: 2*largest + largest/2}, bucket)
 	if err != nil {
 		t.Fatal(err)
@@ -592,4 +565,24 @@ func TestReaderPrefetch(t *testing.T) {
 	if n := len(r.Blocks()); n != 5 || downloads(r) != 3 || evictions(r) != 1 {
 		t.Fatalf("sync with a full cache: %d blocks, %d downloads, %d evictions; want 5, 3, 1", n, downloads(r), evictions(r))
 	}
+}
+
+// Four consecutive blocks of partition 0 (fourBlocks), each width ms wide
+// from base.
+const base, width = int64(1_700_000_000_000), int64(60_000)
+
+// fourBlocks uploads four consecutive test blocks of partition 0 to a new
+// filesystem bucket; largest is the largest block's size.
+func fourBlocks(t *testing.T) (bucket Bucket, metas []Meta, largest int64) {
+	t.Helper()
+	b, err := NewFSBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(4) {
+		m := testBlock(t, b, 0, i*10, base+i*width, base+(i+1)*width)
+		metas = append(metas, m)
+		largest = max(largest, m.Stats.Bytes)
+	}
+	return b, metas, largest
 }

@@ -50,28 +50,30 @@ func (r *Reader) Fetch(ctx context.Context, req traceentry.FetchRequest) (tracee
 	if err != nil {
 		return nil, err
 	}
-	t := &blockTraces{ctx: ctx, r: r, cands: cands, releases: []func(){release}, yielded: map[traceentry.TraceID]struct{}{}, cur: -1}
+	its := make([]traceentry.Iterator, 0, len(cands))
 	for _, b := range cands {
 		it, err := b.sub.Traces().Fetch(ctx, req)
 		if err != nil {
-			return nil, errors.Join(err, t.Close())
+			errs := []error{err}
+			for _, it := range its {
+				errs = append(errs, it.Close())
+			}
+			release()
+			return nil, errors.Join(errs...)
 		}
-		t.its = append(t.its, it)
+		its = append(its, it)
 	}
-	t.heads, t.ends = make([]*traceentry.Trace, len(t.its)), make([]int64, len(t.its))
-	return t, nil
+	return &blockTraces{ctx: ctx, r: r, cands: cands, in: traceentry.RecentFirst(its), releases: []func(){release},
+		yielded: map[traceentry.TraceID]struct{}{}}, nil
 }
 
-// blockTraces is Reader.Fetch's iterator.
+// blockTraces is Reader.Fetch's iterator: the candidates' answers
+// interleaved, each trace once and completed.
 type blockTraces struct {
 	ctx      context.Context
 	r        *Reader
 	cands    []*block // the blocks searched
-	its      []traceentry.Iterator
-	heads    []*traceentry.Trace // per candidate: its next trace; nil when done
-	ends     []int64             // the heads' latest span ends
-	primed   bool
-	cur      int      // the candidate whose head was yielded last
+	in       *traceentry.Interleaved
 	releases []func() // of the blocks held: searched, then assembling; nil once closed
 	yielded  map[traceentry.TraceID]struct{}
 
@@ -79,60 +81,25 @@ type blockTraces struct {
 	err error
 }
 
-// advance moves candidate i to its next trace not yielded yet.
-func (t *blockTraces) advance(i int) {
-	for t.its[i].Next() {
-		tr := t.its[i].At()
-		if _, done := t.yielded[tr.TraceID]; done {
-			continue
-		}
-		t.heads[i] = tr
-		_, t.ends[i] = tr.TimeRange()
-		return
-	}
-	t.heads[i] = nil
-	if err := t.its[i].Err(); err != nil && t.err == nil {
-		t.err = err
-	}
-}
-
 func (t *blockTraces) Next() bool {
 	if t.err != nil || t.releases == nil {
 		return false
 	}
-	if !t.primed {
-		t.primed = true
-		for i := range t.its {
-			t.advance(i)
-		}
-	} else if t.cur >= 0 {
-		t.advance(t.cur)
-	}
-	for t.err == nil {
-		t.cur = -1
-		for i, h := range t.heads {
-			if h != nil && (t.cur < 0 || t.ends[i] > t.ends[t.cur]) {
-				t.cur = i
-			}
-		}
-		if t.cur < 0 {
-			return false
-		}
-		tr := t.heads[t.cur]
+	for t.in.Next() {
+		tr := t.in.At()
 		if _, done := t.yielded[tr.TraceID]; done {
-			// Another block yielded it since this head was read.
-			t.advance(t.cur)
-			continue
+			continue // another block yielded it, completed
 		}
 		t.yielded[tr.TraceID] = struct{}{}
 		whole := &traceentry.Trace{TraceID: tr.TraceID, Spans: slices.Clone(tr.Spans)}
-		if err := t.complete(whole, t.cands[t.cur]); err != nil {
+		if err := t.complete(whole, t.cands[t.in.Source()]); err != nil {
 			t.err = err
 			return false
 		}
 		t.out = whole
 		return true
 	}
+	t.err = t.in.Err()
 	return false
 }
 
@@ -166,15 +133,12 @@ func (t *blockTraces) Close() error {
 	if t.releases == nil {
 		return nil
 	}
-	var errs []error
-	for _, it := range t.its {
-		errs = append(errs, it.Close())
-	}
+	err := t.in.Close()
 	for _, release := range t.releases {
 		release()
 	}
 	t.releases = nil
-	return errors.Join(errs...)
+	return err
 }
 
 // FindTraceByID returns the spans of trace id in the blocks (overlapping

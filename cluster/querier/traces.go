@@ -112,7 +112,7 @@ func (t *Traces) fetchIngesters(ctx context.Context, req traceentry.FetchRequest
 	if err != nil {
 		return nil, err
 	}
-	m := &recentFirst{its: its, heads: make([]*traceentry.Trace, len(its)), ends: make([]int64, len(its)), cur: -1}
+	m := traceentry.RecentFirst(its)
 	if _, err := t.q.partial(ctx, missing); err != nil {
 		_ = m.Close()
 		return nil, err
@@ -306,69 +306,4 @@ func (t *Traces) TagNames(ctx context.Context, start, end int64) (span, resource
 // Push implements the OTLP receiver's Pusher: a querier stores nothing.
 func (t *Traces) Push(context.Context, []tracestore.ResourceSpans) (tracestore.PushResult, error) {
 	return tracestore.PushResult{}, ErrReadOnly
-}
-
-// recentFirst interleaves iterators that each yield traces most recent
-// first: Next yields the head with the latest span end. A trace At returns
-// is valid until the next Next, as the sources' are.
-type recentFirst struct {
-	its    []traceentry.Iterator
-	heads  []*traceentry.Trace // nil: that source is done
-	ends   []int64
-	primed bool
-	cur    int
-	err    error
-}
-
-func (m *recentFirst) advance(i int) {
-	if m.its[i].Next() {
-		tr := m.its[i].At()
-		m.heads[i] = tr
-		m.ends[i] = 0
-		for j := range tr.Spans {
-			m.ends[i] = max(m.ends[i], tr.Spans[j].EndUnixNano)
-		}
-		return
-	}
-	m.heads[i] = nil
-	if err := m.its[i].Err(); err != nil && m.err == nil {
-		m.err = err
-	}
-}
-
-func (m *recentFirst) Next() bool {
-	if m.err != nil {
-		return false
-	}
-	if !m.primed {
-		m.primed = true
-		for i := range m.its {
-			m.advance(i)
-		}
-	} else if m.cur >= 0 {
-		m.advance(m.cur)
-	}
-	if m.err != nil {
-		return false
-	}
-	m.cur = -1
-	for i, h := range m.heads {
-		if h != nil && (m.cur < 0 || m.ends[i] > m.ends[m.cur]) {
-			m.cur = i
-		}
-	}
-	return m.cur >= 0
-}
-
-func (m *recentFirst) At() *traceentry.Trace { return m.heads[m.cur] }
-func (m *recentFirst) Err() error            { return m.err }
-
-func (m *recentFirst) Close() error {
-	var first error
-	for _, it := range m.its {
-		if err := it.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }

@@ -2,6 +2,7 @@ package traceentry
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -168,5 +169,37 @@ func TestMergeSpans(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "a,b,c" {
 		t.Fatalf("merged %v, want a,b,c", names)
+	}
+}
+
+// sliceIter yields traces from a slice.
+type sliceIter struct {
+	ts []*Trace
+	i  int
+}
+
+func (s *sliceIter) Next() bool   { s.i++; return s.i <= len(s.ts) }
+func (s *sliceIter) At() *Trace   { return s.ts[s.i-1] }
+func (s *sliceIter) Err() error   { return nil }
+func (s *sliceIter) Close() error { return nil }
+
+func TestRecentFirst(t *testing.T) {
+	tr := func(id byte, end int64) *Trace {
+		return &Trace{TraceID: TraceID{15: id}, Spans: []Span{{StartUnixNano: end - 1, EndUnixNano: end}}}
+	}
+	m := RecentFirst([]Iterator{
+		&sliceIter{ts: []*Trace{tr(1, 90), tr(2, 50), tr(3, 10)}},
+		&sliceIter{},
+		&sliceIter{ts: []*Trace{tr(4, 70), tr(5, 60), tr(6, 5)}},
+	})
+	var got []string
+	for m.Next() {
+		got = append(got, fmt.Sprintf("%d@%d", m.At().TraceID[15], m.Source()))
+	}
+	if err := errors.Join(m.Err(), m.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "1@0 4@2 5@2 2@0 3@0 6@2" {
+		t.Fatalf("interleaved %v", got)
 	}
 }

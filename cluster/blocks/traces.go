@@ -161,13 +161,7 @@ func (r *Reader) FindTraceByID(ctx context.Context, id traceentry.TraceID, start
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case tr == nil:
-		case out == nil:
-			out = tr
-		default:
-			out.Spans = traceentry.MergeSpans(out.Spans, tr.Spans)
-		}
+		out = traceentry.Merge(out, tr)
 	}
 	return out, nil
 }

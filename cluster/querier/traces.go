@@ -241,13 +241,7 @@ func (t *Traces) FindTraceByID(ctx context.Context, id traceentry.TraceID, start
 		return nil, err
 	}
 	t.q.m.blockReads.Inc()
-	switch {
-	case tr == nil:
-	case out == nil:
-		out = tr
-	default:
-		out.Spans = traceentry.MergeSpans(out.Spans, tr.Spans)
-	}
+	out = traceentry.Merge(out, tr)
 	return out, nil
 }
 

@@ -180,3 +180,16 @@ func MergeSpans(dst, src []Span) []Span {
 	}
 	return dst
 }
+
+// Merge returns a with the spans of b that it lacks added (MergeSpans),
+// one trace read from two places; either may be nil (none read there).
+func Merge(a, b *Trace) *Trace {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	a.Spans = MergeSpans(a.Spans, b.Spans)
+	return a
+}

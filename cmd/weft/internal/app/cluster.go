@@ -251,6 +251,17 @@ func (r *role) querier(ctx context.Context, c ClusterOptions, opts *Options, log
 	var q *querier.Querier
 	var br *blocks.Reader
 	r.configure = func(_ *storage.Substrate, aopts *api.Options, reg prometheus.Registerer) error {
+		if shard != nil {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "weft_ruler_shard_partitions",
+				Help: "Partitions of the ingest topic whose rule groups this querier evaluates (-querier.rule-sharding).",
+			}, func() float64 {
+				if h := shard.held.Load(); h != nil {
+					return float64(len(*h))
+				}
+				return 0
+			}))
+		}
 		var qb querier.Blocks
 		if bucket != nil {
 			var err error

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,11 +94,17 @@ func TestRuleShardingAcrossQueriers(t *testing.T) {
 	await(a)
 	b := newQuerier("b")
 	await(a, b)
-	// Both hold a share of the partitions while both run.
+	// Both hold a share of the partitions while both run, and say so.
+	total := 0.0
 	for _, q := range []*App{a, b} {
-		if h := q.role.rules.shard.held.Load(); h == nil || len(*h) == 0 || len(*h) == 4 {
+		h := q.role.rules.shard.held.Load()
+		if h == nil || len(*h) == 0 || len(*h) == 4 {
 			t.Errorf("a querier holds %v of the 4 partitions beside another", h)
 		}
+		total += scrapeGauge(t, "http://"+q.Addr().String()+"/metrics", "weft_ruler_shard_partitions")
+	}
+	if total != 4 {
+		t.Errorf("weft_ruler_shard_partitions sums to %v over the two queriers, want 4", total)
 	}
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -105,4 +113,21 @@ func TestRuleShardingAcrossQueriers(t *testing.T) {
 	if err := b.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// scrapeGauge returns the value of an unlabelled metric on a /metrics page.
+func scrapeGauge(t *testing.T, url, name string) float64 {
+	t.Helper()
+	_, body := getBody(t, http.DefaultClient, url)
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s not on %s", name, url)
+	return 0
 }
